@@ -2,8 +2,8 @@
 
     python -m flows.annotate --run synthetic-gold
 
-params.yaml annotate.runs.<run> names the corpus and the annotator; data/docs/<corpus>/ is
-read, and data/mentions/<run>/{mentions,query_mentions}.parquet is written. Documents are
+params.yaml annotate.runs.<run> (or annotate.model_runs.<run>) names the corpus and the
+annotator; data/docs/<corpus>/ is read, and data/mentions/<run>/{mentions,query_mentions}.parquet is written. Documents are
 annotated in shards on the configured task runner (threads, processes, or Dask under
 Prefect); each finished shard is kept in data/cache/annotate/ under a fingerprint of its
 inputs, so an interrupted run resumes where it stopped. Where the corpus has gold
@@ -87,7 +87,9 @@ def annotate(run: str) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", required=True, help="a key of annotate.runs in params.yaml")
+    parser.add_argument(
+        "--run", required=True, help="a key of annotate.runs or annotate.model_runs in params.yaml"
+    )
     args = parser.parse_args(argv)
     run_cli(annotate, args.run)
 

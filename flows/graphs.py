@@ -23,7 +23,9 @@ def graphs(run: str) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", required=True, help="a key of annotate.runs in params.yaml")
+    parser.add_argument(
+        "--run", required=True, help="a key of annotate.runs or annotate.model_runs in params.yaml"
+    )
     args = parser.parse_args(argv)
     run_cli(graphs, args.run)
 

@@ -41,15 +41,28 @@ def settings() -> dict[str, Any]:
 
 
 def run_settings(run: str) -> dict[str, Any]:
-    runs = settings().get("runs") or {}
-    if run not in runs:
+    """annotate.runs.<run> or annotate.model_runs.<run> (runs of the own coreference model,
+    a separate DVC foreach only so that their stage can depend on settings.checkpoint)."""
+    cfg = settings()
+    runs, model_runs = cfg.get("runs") or {}, cfg.get("model_runs") or {}
+    if run in runs and run in model_runs:
+        raise CorefreproError(f"params.yaml: run '{run}' is in both annotate.runs and model_runs")
+    section = "model_runs" if run in model_runs else "runs"
+    entry = (model_runs if section == "model_runs" else runs).get(run)
+    if entry is None:
+        known = ", ".join(sorted([*runs, *model_runs]))
         raise CorefreproError(
-            f"params.yaml: annotate.runs has no '{run}' (known: {', '.join(sorted(runs))})"
+            f"params.yaml: annotate.runs / annotate.model_runs have no '{run}' (known: {known})"
         )
-    entry = dict(runs[run])
+    entry = dict(entry)
     for key in ("corpus", "annotator"):
         if key not in entry:
-            raise CorefreproError(f"params.yaml: annotate.runs.{run} needs '{key}'")
+            raise CorefreproError(f"params.yaml: annotate.{section}.{run} needs '{key}'")
+    if section == "model_runs" and not (entry.get("settings") or {}).get("checkpoint"):
+        raise CorefreproError(
+            f"params.yaml: annotate.model_runs.{run} needs settings.checkpoint (the stage "
+            "annotate_model depends on it, e.g. artifacts/coref/asl/seed1/best.pt)"
+        )
     return entry
 
 
@@ -72,6 +85,13 @@ def _code_hash() -> str:
             h.update(f.relative_to(REPO_ROOT).as_posix().encode())
             h.update(f.read_bytes())
     return h.hexdigest()
+
+
+def _checkpoint_hash(cfg: dict[str, Any]) -> str | None:
+    """A model checkpoint's content, so shards of an interrupted run are not reused after
+    retraining (the path alone stays the same)."""
+    path = cfg.get("checkpoint")
+    return sha256_of(resolve_path(path)) if path and resolve_path(path).is_file() else None
 
 
 @dataclass(frozen=True)
@@ -98,7 +118,10 @@ def plan(run: str) -> Plan:
     tables = [source / f"{kind}.parquet" for kind in (DOCUMENTS, ITEMS, MENTIONS)]
     for t in tables:
         if not t.exists():
-            raise CorefreproError(f"{t}: missing; run `dvc repro normalize@{corpus}` first")
+            raise CorefreproError(
+                f"{t}: missing; run `dvc repro normalize@{corpus}` (or `derive@{corpus}` for a "
+                f"derived corpus) first"
+            )
     doc_ids = pq.read_table(tables[0], columns=["doc_id"]).column("doc_id").to_pylist()
     size = int(settings().get("shard_size", 200))
     if size < 1:
@@ -109,6 +132,7 @@ def plan(run: str) -> Plan:
                 "inputs": [sha256_of(t) for t in tables],
                 "annotator": name,
                 "settings": annotator_settings(run),
+                "checkpoint": _checkpoint_hash(annotator_settings(run)),
                 "batch_size": settings().get("batch_size", 16),
                 "shard_size": size,
                 "code": _code_hash(),

@@ -71,6 +71,13 @@ def normalize_corpus(corpus: str, source: Path, target: Path) -> dict[str, int]:
         )
     module = corpora.get(corpus)
     result: Normalized = module.normalize(source, normalize_settings(corpus))
+    return write_docs(corpus, result, target, getattr(module, "LICENSE", ""))
+
+
+def write_docs(
+    corpus: str, result: Normalized, target: Path, license: str, **extra_meta: str
+) -> dict[str, int]:
+    """Check and write normalized rows as data/docs/<corpus>/ (normalize and derive stages)."""
     for note in result.notes:
         log.info("%s: %s", corpus, note)
     documents = storage.to_table(DOCUMENTS, result.documents)
@@ -78,11 +85,7 @@ def normalize_corpus(corpus: str, source: Path, target: Path) -> dict[str, int]:
     mentions = storage.to_table(MENTIONS, result.mentions)
     storage.check_mentions_in_range(documents, mentions)
     _check_items(documents, items)
-    meta = {
-        "corpus": corpus,
-        "license": getattr(module, "LICENSE", ""),
-        "notes": "\n".join(result.notes),
-    }
+    meta = {"corpus": corpus, "license": license, "notes": "\n".join(result.notes), **extra_meta}
     with storage.atomic_dir(target) as tmp:
         storage.write_table(tmp / f"{DOCUMENTS}.parquet", DOCUMENTS, documents, meta)
         storage.write_table(tmp / f"{ITEMS}.parquet", ITEMS, items, meta)

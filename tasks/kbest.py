@@ -19,19 +19,31 @@ closure of the links; two trees are the same when they induce the same set of ch
 (clusters of >= 2 mentions, compared as sets of spans).
 
 Output rows, one per (document, rank): see KBEST_SCHEMA.
+
+The DVC stage `kbest@<corpus>` (export_corpus; params.yaml kbest) runs the checkpoint
+artifacts/coref/<encoder>/seed<seed>/best.pt over data/docs/<corpus>/ and writes
+data/kbest/<corpus>/kbest.parquet + metrics/kbest/<corpus>.json. Long documents go through
+the model's windowed encoder (CorefConfig.encode_window sentences at a time).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import torch
 
 from models.e2e_coref import CorefModel, CorefOutput
 from tasks.coref_data import CorefDocument, CorefVocab, tensorize
-from tasks.schema import KBEST_SCHEMA
+from tasks.errors import CorefreproError
+from tasks.schema import KBEST, KBEST_SCHEMA, SPLITS
+
+log = logging.getLogger("corefrepro.kbest")
 
 # ----------------------------------------------------------------------------------------------
 
@@ -155,19 +167,176 @@ def kbest_for_documents(
     docs: Iterable[CorefDocument],
     k: int = 100,
     device: torch.device | str = "cpu",
+    on_document: Callable[[int, list[Tree]], None] | None = None,
 ) -> pa.Table:
-    """k-best lists (Ji et al. used k = 100) for every document, as one KBEST_SCHEMA table."""
-    rows: list[dict] = []
-    for doc in docs:
+    """k-best lists (Ji et al. used k = 100) for every document, as one KBEST_SCHEMA table.
+
+    Built one Arrow table per document (k x mentions rows of Python dicts would not fit for a
+    corpus at once); on_document(count so far, trees) reports progress.
+    """
+    parts: list[pa.Table] = []
+    for count, doc in enumerate(docs, start=1):
         output = model.predict(tensorize(doc, vocab).to(device))
         _, trees = trees_from_output(output, k)
-        rows += tree_rows(doc.doc_id, trees)
-    return pa.Table.from_pylist(rows, schema=KBEST_SCHEMA)
+        parts.append(pa.Table.from_pylist(tree_rows(doc.doc_id, trees), schema=KBEST_SCHEMA))
+        if on_document is not None:
+            on_document(count, trees)
+    if not parts:
+        return KBEST_SCHEMA.empty_table()
+    return pa.concat_tables(parts).combine_chunks()
+
+
+# --------------------------------------------------------------------------- the DVC stage
+# params.yaml kbest: corpora (the dvc.yaml foreach), encoder + seed (which checkpoint), k,
+# splits, device and threads (scores differ in the last bits with them), and settings that do
+# not change the output (encode_window, pair_chunk: memory; log_every).
+
+STAGE_DEFAULTS: dict[str, Any] = {
+    "corpora": [],
+    "encoder": "asl",
+    "seed": 1,
+    "k": 100,  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
+    "splits": None,  # None: every document; e.g. [test] for the reranking experiment only
+    "device": "cpu",  # cpu | cuda | auto
+    "threads": 1,  # torch intra-op threads (None: torch's default); the scores' last bits vary
+    "encode_window": 64,  # sentences per encoder window (memory only)
+    "pair_chunk": 256,  # spans per antecedent-scoring chunk (memory only)
+    "log_every": 100,  # a progress line every N documents
+}
+
+
+def settings() -> dict[str, Any]:
+    from tasks.config import params, with_defaults
+
+    return with_defaults(STAGE_DEFAULTS, params("kbest"), "params.yaml kbest")
+
+
+def checkpoint_path(cfg: Mapping[str, Any]) -> Path:
+    """artifacts/coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
+    from tasks.train_coref import BEST, artifact_dir
+
+    return artifact_dir(str(cfg["encoder"]), int(cfg["seed"])) / BEST
+
+
+def kbest_dir(corpus: str) -> Path:
+    from tasks.config import resolve_path
+
+    return resolve_path("data/kbest") / corpus
+
+
+def metrics_path(corpus: str) -> Path:
+    from tasks.config import resolve_path
+
+    return resolve_path("metrics/kbest") / f"{corpus}.json"
+
+
+def _checked(cfg: Mapping[str, Any]) -> tuple[int, list[str] | None, int]:
+    k, every = cfg["k"], cfg["log_every"]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise CorefreproError(f"params.yaml kbest.k must be an int >= 1, not {k!r}")
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+        raise CorefreproError(f"params.yaml kbest.log_every must be an int >= 1, not {every!r}")
+    splits = cfg["splits"]
+    if splits is not None:
+        splits = [splits] if isinstance(splits, str) else list(splits)
+        bad = sorted(set(splits) - set(SPLITS))
+        if bad or not splits:
+            raise CorefreproError(
+                f"params.yaml kbest.splits: {bad or splits} not a non-empty list of {SPLITS}"
+            )
+    return k, splits, every
+
+
+def export_corpus(corpus: str) -> dict[str, Any]:
+    """The stage: k-best trees of every (selected) document of one corpus; returns metrics."""
+    from tasks import storage
+    from tasks.checkpoints import pick_device
+    from tasks.coref_data import load_corpus
+    from tasks.fetch import sha256_of
+    from tasks.ingest import docs_dir
+    from tasks.train_coref import load_checkpoint, restore
+
+    cfg = settings()
+    k, splits, every = _checked(cfg)
+    path = checkpoint_path(cfg)
+    if not path.is_file():
+        raise CorefreproError(
+            f"{path}: no checkpoint for params.yaml kbest.encoder={cfg['encoder']!r}, "
+            f"kbest.seed={cfg['seed']!r}; train it with `dvc repro train_coref@{cfg['encoder']}` "
+            "(train_coref.seeds must include the seed) or change kbest.encoder / kbest.seed"
+        )
+    docs = load_corpus(docs_dir(corpus), drop_singletons=False)
+    if splits is not None:
+        docs = [d for d in docs if d.split in splits]
+    if not docs:
+        where = f" in splits {splits} (params.yaml kbest.splits)" if splits else ""
+        raise CorefreproError(f"{docs_dir(corpus)}: no documents{where}")
+    model, vocab = restore(
+        load_checkpoint(path),
+        encode_window=int(cfg["encode_window"]),
+        pair_chunk=int(cfg["pair_chunk"]),
+    )
+    device = pick_device(str(cfg["device"]))
+    model.to(device)
+    threads_before = torch.get_num_threads()
+    if cfg["threads"]:
+        torch.set_num_threads(int(cfg["threads"]))
+    log.info(
+        "%s: %d documents, k = %d, checkpoint %s (%s, encode_window %d)",
+        corpus, len(docs), k, path, device, model.config.encode_window,
+    )  # fmt: skip
+    started = time.perf_counter()
+    distinct: list[int] = []
+
+    def progress(count: int, trees: list[Tree]) -> None:
+        distinct.append(sum(not t.padded for t in trees))
+        if count % every == 0 or count == len(docs):
+            seconds = time.perf_counter() - started
+            log.info("%s: %d/%d documents (%.1f docs/s)", corpus, count, len(docs), count / seconds)
+
+    try:
+        table = kbest_for_documents(model, vocab, docs, k, device, on_document=progress)
+    finally:
+        torch.set_num_threads(threads_before)
+    seconds = time.perf_counter() - started
+    meta = {
+        "corpus": corpus,
+        "encoder": cfg["encoder"],
+        "seed": cfg["seed"],
+        "k": k,
+        "checkpoint_sha256": sha256_of(path),
+    }
+    with storage.atomic_dir(kbest_dir(corpus)) as tmp:
+        storage.write_table(tmp / f"{KBEST}.parquet", KBEST, table, meta)
+    metrics = {
+        "corpus": corpus,
+        "encoder": cfg["encoder"],
+        "seed": cfg["seed"],
+        "k": k,
+        "splits": splits,
+        "documents": len(docs),
+        "trees": table.num_rows,
+        "trees_per_doc": table.num_rows / len(docs),
+        "distinct_trees_per_doc": round(sum(distinct) / len(docs), 3),
+        "docs_with_k_distinct": sum(n == k for n in distinct),
+        "seconds": round(seconds, 3),
+        "docs_per_s": round(len(docs) / seconds, 2) if seconds > 0 else None,
+        "device": str(device),
+    }
+    storage.write_json(metrics_path(corpus), metrics)
+    log.info(
+        "%s: %d trees (%.1f distinct per document) in %.1fs",
+        corpus, table.num_rows, metrics["distinct_trees_per_doc"], seconds,
+    )  # fmt: skip
+    return metrics
 
 
 __all__ = [
+    "STAGE_DEFAULTS",
     "Tree",
     "chains",
+    "checkpoint_path",
+    "export_corpus",
     "kbest_for_documents",
     "kbest_trees",
     "tree_rows",

@@ -35,6 +35,22 @@ Query and document spans: the "query" and "context" segments of the row. A graph
 query segment (LAMBADA, one context segment) takes the context's last sentence as the query
 and the rest as the document (Chu et al. 2016, as the MAGE paper does for LAMBADA).
 
+LAMBADA subsets (MAGE paper Table 3, after Chu et al. 2016): 'context' is the items whose
+answer is a token of the document the reader sees (the passage minus its last sentence), 'all'
+every item. Every example carries that flag (in_context); ReaderData.has_subsets says where
+the two differ, i.e. an extractive reader choosing among document tokens (attention_sum, no
+candidate lists) with some answer outside its document. There an answer that is not a
+document token is an error in 'all' and absent from 'context'; an answer that is a document
+token the model cannot produce (<unk>, not a candidate) is an error in both.
+
+train_from_dev carves a training portion out of dev, for a task whose graph table has no train
+items (LAMBADA: the release has dev and test passages and unlabelled training novels; the
+mirror holds only dev and a test sample): that fraction of dev DOCUMENTS (carve_dev, seeded
+by train_from_dev_seed, independent of the training seed so every seed sees the same split)
+becomes train; the rest stays dev -- model selection and the reported dev numbers are on the
+held-out rest, and split_notes says so. The test split is never touched. A task that has
+train items refuses the setting.
+
 max_context_sentences keeps the most recent K sentences of a long context (bAbI qa3 stories
 reach 1,341 tokens): tokens before the cut are removed and every DAG predecessor pointing into
 them becomes -1 (a coreference chain then starts at its first kept mention). Sentence ends
@@ -56,6 +72,8 @@ import torch
 
 from models.readers import collate_graphs, segment_spans
 from tasks import storage
+from tasks.config import with_defaults
+from tasks.corpora.base import carve_dev
 from tasks.errors import CorefreproError
 from tasks.schema import GRAPHS, SPLITS
 
@@ -72,6 +90,8 @@ DATA_DEFAULTS: dict[str, Any] = {
     "restrict_to_candidates": True,
     "max_context_sentences": None,
     "edge_types": None,
+    "train_from_dev": None,  # fraction of dev documents carved into train (module docstring)
+    "train_from_dev_seed": 13,
 }
 
 
@@ -261,6 +281,18 @@ class ReaderData:
     splits: dict[str, list[dict]]
     stats: dict[str, Any]
     settings: dict[str, Any]
+    split_notes: dict[str, str] = field(default_factory=dict)  # where a split came from
+
+    @property
+    def has_subsets(self) -> bool:
+        """'context' differs from 'all' (module docstring): extraction among document
+        tokens, and some item's answer is not a token of its document."""
+        if self.output != "attention_sum":
+            return False
+        examples = [ex for exs in self.splits.values() for ex in exs]
+        return any(not ex["in_context"] for ex in examples) and not any(
+            ex["item_candidates"] for ex in examples
+        )
 
     def signature(self) -> dict[str, Any]:
         """What a trained model depends on (compared when a checkpoint is loaded)."""
@@ -303,11 +335,9 @@ def load_reader_data(
     (classify), max_context_sentences (None = whole context), edge_types (None = all, else the
     forward edge type names to keep; see keep_edge_types).
     """
-    settings = {**DATA_DEFAULTS, **(cfg or {})}
-    unknown = sorted(set(settings) - set(DATA_DEFAULTS))
-    if unknown:
-        raise ReaderDataError(f"unknown data setting(s) {unknown}; known: {sorted(DATA_DEFAULTS)}")
+    settings = with_defaults(DATA_DEFAULTS, cfg, "reader data", ReaderDataError)
     rows, meta = load_rows(path, tasks)
+    split_notes = carve_train_from_dev(rows, settings, path)
     if settings["edge_types"] is not None:
         rows = keep_edge_types(rows, meta, settings["edge_types"], path)
     labels = (tasks,) if isinstance(tasks, str) else tuple(tasks)
@@ -355,8 +385,11 @@ def load_reader_data(
         ids = vocab.encode(row["tokens"])
         stats[f"{split}_tokens"] += len(ids)
         stats[f"{split}_unk_tokens"] += sum(i == UNK_ID for i in ids)
+        doc_tokens = row["tokens"][doc_span[0] : doc_span[1]]
         ex: dict[str, Any] = {
             "graph_id": row["graph_id"],
+            "in_context": row["answer"] in doc_tokens,  # the 'context' subset (Table 3)
+            "item_candidates": bool(row["candidates"]),
             "tokens": ids,
             "forward": row["forward"],
             "backward": row["backward"],
@@ -407,7 +440,42 @@ def load_reader_data(
         splits=splits,
         stats=stats,
         settings=settings,
+        split_notes=split_notes,
     )
+
+
+def carve_train_from_dev(
+    rows: list[dict], settings: Mapping[str, Any], path: Any
+) -> dict[str, str]:
+    """Move settings['train_from_dev'] of the dev documents to train, in place (module
+    docstring); returns split_notes ({} when the setting is off)."""
+    fraction = settings["train_from_dev"]
+    if fraction is None:
+        return {}
+    if not isinstance(fraction, int | float) or not 0 < fraction < 1:
+        raise ReaderDataError(f"train_from_dev must be a fraction in (0, 1), not {fraction!r}")
+    n_train = sum(r["split"] == "train" for r in rows)
+    if n_train:
+        raise ReaderDataError(
+            f"{path}: train_from_dev is for tasks without train items; this one has {n_train} "
+            f"(unset train_from_dev in params.yaml train_mage)"
+        )
+    seed = int(settings["train_from_dev_seed"])
+    docs = sorted({r["doc_id"] for r in rows if r["split"] == "dev"})
+    carved = carve_dev(docs, float(fraction), seed)
+    if len(carved) == len(docs):
+        raise ReaderDataError(f"{path}: train_from_dev {fraction} leaves no dev documents")
+    for row in rows:
+        if row["split"] == "dev" and row["doc_id"] in carved:
+            row["split"] = "train"
+    rows.sort(key=lambda r: (SPLITS.index(r["split"]), r["graph_id"]))
+    n = Counter(r["split"] for r in rows)
+    return {
+        "train": f"{len(carved)} of {len(docs)} dev documents ({n['train']} items) carved by "
+        f"train_from_dev {fraction} (seed {seed}); no train split of the corpus was used",
+        "dev": f"the other {len(docs) - len(carved)} dev documents ({n['dev']} items), held "
+        f"out of training: model selection and the dev numbers (not a test set)",
+    }
 
 
 # --------------------------------------------------------------------------- batching

@@ -11,9 +11,10 @@ Protocol (Lee et al. 2017 §7.1 and their released code; Luo & Glass papers/001 
 - CoNLL-2012 convention: clusters of one mention are excluded from key and response
   (exclude_singletons), as the reference scorer is run on CoNLL-2012.
 
-Embeddings: GloVe's text format when `glove_path` names a file (frozen by default, as Lee et
-al. keep GloVe fixed), random initialisation (trained) otherwise; which one was used is part of
-the returned metrics ("embeddings") and logged to MLflow.
+Embeddings: GloVe's text format when `glove_path` names a file or a GloVe release that the
+mirror has or the network delivers (coref_data.resolve_vectors; frozen by default, as Lee et
+al. keep GloVe fixed), random initialisation (trained) otherwise; which one was used, and why,
+is part of the returned metrics ("embeddings", "embeddings_source") and logged to MLflow.
 
 Checkpoints: <out_dir>/best.pt (best dev, what the annotator and k-best lists load) and
 <out_dir>/last.pt (also optimizer, schedule and RNG state, for resuming), both written
@@ -52,6 +53,7 @@ from tasks.checkpoints import (
 from tasks.checkpoints import (
     jsonable as _jsonable,
 )
+from tasks.config import with_defaults
 from tasks.coref_data import (
     DEFAULT_CORPORA,
     CorefDocument,
@@ -61,6 +63,7 @@ from tasks.coref_data import (
     gold_clusters,
     load_pretrained,
     pretrained_words,
+    resolve_vectors,
     tensorize,
 )
 from tasks.errors import CorefreproError
@@ -72,7 +75,7 @@ BEST, LAST, CURVE = "best.pt", "last.pt", "curve.json"
 EVAL_METRICS = ("muc", "bcub", "ceafe", "mentions")
 # Settings of the model that are not CorefConfig fields (they shape the vocabulary/embeddings).
 EMBEDDING_DEFAULTS: dict[str, Any] = {
-    "glove_path": None,  # GloVe text file; null = random initialisation
+    "glove_path": None,  # GloVe text file, a GloVe name to fetch (coref_data.GLOVE_NAMES), or null
     "freeze_embeddings": None,  # None: frozen with GloVe, trained when random
     "min_count": 1,  # train-word frequency for the vocabulary
 }
@@ -109,12 +112,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 
 
 def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    cfg = {**MODEL_DEFAULTS, **model_cfg}
-    unknown = sorted(set(cfg) - set(MODEL_DEFAULTS))
-    if unknown:
-        raise CorefreproError(
-            f"unknown model setting(s) {unknown}; known: {sorted(MODEL_DEFAULTS)}"
-        )
+    cfg = with_defaults(MODEL_DEFAULTS, model_cfg, "train_coref model")
     if cfg["freeze_embeddings"] is None:
         cfg["freeze_embeddings"] = cfg["glove_path"] is not None
     cfg["char_filter_widths"] = list(cfg["char_filter_widths"])
@@ -122,13 +120,7 @@ def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    cfg = {**TRAIN_DEFAULTS, **train_cfg}
-    unknown = sorted(set(cfg) - set(TRAIN_DEFAULTS))
-    if unknown:
-        raise CorefreproError(
-            f"unknown train setting(s) {unknown}; known: {sorted(TRAIN_DEFAULTS)}"
-        )
-    return cfg
+    return with_defaults(TRAIN_DEFAULTS, train_cfg, "train_coref train")
 
 
 def model_config(mcfg: Mapping[str, Any], vocab: CorefVocab) -> CorefConfig:
@@ -223,17 +215,28 @@ def prepare_vocab(
     other_docs: Sequence[CorefDocument] = (),
 ) -> tuple[CorefVocab, Any, dict[str, Any]]:
     """(vocabulary, pretrained vectors or None, embeddings info for MLflow)."""
-    glove = mcfg["glove_path"]
+    glove, source = resolve_vectors(mcfg["glove_path"])
+    if glove is None and mcfg["glove_path"] is not None:
+        log.warning("pretrained vectors: %s", source)
     extra: set[str] = set()
     if glove is not None:
         extra = pretrained_words(glove, {t for d in [*train_docs, *other_docs] for t in d.tokens})
     vocab = build_vocab(train_docs, min_count=int(mcfg["min_count"]), extra_words=extra)
     if glove is None:
-        return vocab, None, {"embeddings": "random", "embedding_dim": mcfg["embedding_dim"]}
+        return (
+            vocab,
+            None,
+            {
+                "embeddings": "random",
+                "embeddings_source": source,
+                "embedding_dim": mcfg["embedding_dim"],
+            },
+        )
     pretrained = load_pretrained(glove, vocab, int(mcfg["embedding_dim"]))
     info = {
         "embeddings": "glove",
         "glove_path": str(glove),
+        "embeddings_source": source,
         "embedding_dim": mcfg["embedding_dim"],
         "glove_coverage": round(pretrained.coverage, 6),
         "frozen": bool(mcfg["freeze_embeddings"]),
@@ -422,6 +425,9 @@ ANNOTATOR_SETTINGS: dict[str, Any] = {
     "expect": {},  # model settings the checkpoint must have (e.g. {encoder: asl})
     "encode_window": 64,  # sentences per encoder window (memory only)
     "pair_chunk": 256,
+    # torch intra-op threads of the process (None: leave as is). The stage's workers are the
+    # parallelism: 2 workers x 1 thread fill 2 cores, 2 x torch's default would oversubscribe.
+    "threads": 1,
 }
 
 
@@ -465,6 +471,8 @@ def load_annotator(cfg: Mapping[str, Any]) -> CorefAnnotator:
     if expect:
         check_expected(cfg["checkpoint"], ckpt["config"], expect)
     model, vocab = restore(ckpt, encode_window=cfg["encode_window"], pair_chunk=cfg["pair_chunk"])
+    if cfg["threads"]:
+        torch.set_num_threads(int(cfg["threads"]))
     return CorefAnnotator(model, vocab, str(cfg["name"]), pick_device(cfg["device"]))
 
 
@@ -558,7 +566,8 @@ def train_seed(
                 splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir,
                 log_metrics=log_metrics,
             )  # fmt: skip
-            mlflow.log_params({k: str(metrics[k]) for k in ("embeddings", "device")})
+            recorded = ("embeddings", "embeddings_source", "device")
+            mlflow.log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
     metrics["dataset"] = dataset
     storage.write_json(out_dir / "metrics.json", metrics)
     return metrics

@@ -16,6 +16,12 @@ are train_cfg keys.
 Devices: CUDA with autocast (bfloat16 by default; float16 uses a GradScaler) when available,
 else CPU in float32. MAGE's recurrence always runs in float32 (models/mage.py).
 
+LAMBADA (Table 3): where the reader extracts among document tokens and some answers are not
+in the document (ReaderData.has_subsets), dev and test accuracy are also reported on the
+'context' subset (answer in the passage) beside 'all' (metrics key "subsets", MLflow
+context_dev_acc ... all_test_acc). A training portion carved from dev (train_from_dev) is
+named in the metrics' "split_notes"; the dev numbers are then on the held-out rest of dev.
+
 Checkpoint: <out_dir>/checkpoint.pt, written atomically whenever dev accuracy improves, with
 the model and data configuration it was trained under; loading it under a different
 configuration is refused (CheckpointMismatchError names every differing key).
@@ -45,7 +51,7 @@ from tasks.checkpoints import (
 from tasks.checkpoints import (
     jsonable as _jsonable,
 )
-from tasks.config import params, resolve_path
+from tasks.config import params, resolve_path, with_defaults
 from tasks.errors import CorefreproError
 from tasks.reader_data import DATA_DEFAULTS, ReaderData, iterate_batches, load_reader_data
 
@@ -53,6 +59,7 @@ log = logging.getLogger("corefrepro.train")
 
 CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
+PER_SEED_KEYS = ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s", "subsets")
 READERS = {"bigru": BiGRUReader, "ga": GAReader}
 MODEL_DEFAULTS: dict[str, Any] = {
     "reader": "bigru",  # bigru | ga
@@ -90,12 +97,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 
 def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults filled in, aliases resolved (encoder dagrnn), unknown keys refused."""
-    cfg = {**MODEL_DEFAULTS, **model_cfg}
-    unknown = sorted(set(cfg) - set(MODEL_DEFAULTS))
-    if unknown:
-        raise CorefreproError(
-            f"unknown model setting(s) {unknown}; known: {sorted(MODEL_DEFAULTS)}"
-        )
+    cfg = with_defaults(MODEL_DEFAULTS, model_cfg, "train_mage model")
     if cfg["reader"] not in READERS:
         raise CorefreproError(f"reader must be one of {sorted(READERS)}, not {cfg['reader']!r}")
     if cfg["encoder"] == "dagrnn":
@@ -112,13 +114,7 @@ def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    cfg = {**TRAIN_DEFAULTS, **train_cfg}
-    unknown = sorted(set(cfg) - set(TRAIN_DEFAULTS))
-    if unknown:
-        raise CorefreproError(
-            f"unknown train setting(s) {unknown}; known: {sorted(TRAIN_DEFAULTS)}"
-        )
-    return cfg
+    return with_defaults(TRAIN_DEFAULTS, train_cfg, "train_mage train")
 
 
 def model_label(model_cfg: Mapping[str, Any]) -> str:
@@ -196,26 +192,51 @@ def evaluate(
     autocast: Any,
 ) -> dict[str, float]:
     """Accuracy over ALL items of the split (an answer the model cannot produce is an error)
-    and the mean loss over the items whose answer it can produce."""
+    and the mean loss over the items whose answer it can produce; where data.has_subsets,
+    also context_acc / context_n over the items whose answer is a document token."""
     model.eval()
     correct = total = scored = 0
+    in_correct = in_total = 0
     loss_sum = 0.0
-    for _, batch in iterate_batches(data, split, batch_size):
+    examples = data.splits[split]
+    for idx, batch in iterate_batches(data, split, batch_size):
         batch = to_device(batch, device)
         with autocast():
             log_p = model(batch)
         answer = batch["answer"]
-        correct += int(((log_p.argmax(-1) == answer) & (answer >= 0)).sum())
+        hit = ((log_p.argmax(-1) == answer) & (answer >= 0)).cpu()
+        correct += int(hit.sum())
         total += answer.numel()
+        inside = torch.tensor([examples[i]["in_context"] for i in idx], dtype=torch.bool)
+        in_correct += int((hit & inside).sum())
+        in_total += int(inside.sum())
         item_loss, valid = nll(log_p, answer)
         finite = valid & torch.isfinite(item_loss)
         loss_sum += float(item_loss[finite].sum())
         scored += int(finite.sum())
-    return {
+    out = {
         "acc": correct / total if total else math.nan,
         "loss": loss_sum / scored if scored else math.nan,
         "n": total,
     }
+    if data.has_subsets:
+        out["context_acc"] = in_correct / in_total if in_total else math.nan
+        out["context_n"] = in_total
+    return out
+
+
+def subset_metrics(dev: Mapping[str, Any], test: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The "subsets" metrics: {"context": {dev_acc, test_acc, dev_n, test_n}, "all": {...}}
+    (MAGE paper Table 3's column groups; test None where there is no test split)."""
+    out: dict[str, Any] = {}
+    for name, prefix in (("context", "context_"), ("all", "")):
+        out[name] = {
+            "dev_acc": dev[f"{prefix}acc"],
+            "test_acc": test[f"{prefix}acc"] if test else None,
+            "dev_n": dev[f"{prefix}n"],
+            "test_n": test[f"{prefix}n"] if test else 0,
+        }
+    return out
 
 
 # --------------------------------------------------------------------------- training
@@ -381,6 +402,7 @@ def _train(
             "train_acc": correct / seen if seen else math.nan,
             "dev_acc": dev["acc"],
             "dev_loss": dev["loss"],
+            **({"dev_context_acc": dev["context_acc"]} if "context_acc" in dev else {}),
             "epoch_time_s": time.perf_counter() - t0,
         }
         # selection on dev only: higher accuracy, ties broken by lower dev loss; patience
@@ -465,6 +487,10 @@ def _train(
         "train_time_s": round(train_time, 2),
         "sec_per_epoch": round(train_time / len(history), 2),
     }
+    if data.has_subsets:
+        metrics["subsets"] = subset_metrics(dev, test)
+    if data.split_notes:
+        metrics["split_notes"] = dict(data.split_notes)
     _log_metrics(
         mlflow_run,
         {
@@ -473,6 +499,12 @@ def _train(
             "test_acc": metrics["test_acc"],
             "test_error": metrics["test_error"],
             "wall_time_s": metrics["wall_time_s"],
+            **{
+                f"{name}_{key}": value
+                for name, sub in (metrics.get("subsets") or {}).items()
+                for key, value in sub.items()
+                if value is not None
+            },
         },
     )
     if mlflow_run is not None:
@@ -610,12 +642,8 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         "test_error_mean": float(np.mean(errors)) if errors else None,
         "test_error_std": float(np.std(errors)) if errors else None,
         "wall_time_s": round(sum(m["wall_time_s"] for m in results), 2),
-        "per_seed": {
-            str(m["seed"]): {
-                k: m[k] for k in ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s")
-            }
-            for m in results
-        },
+        **{k: chosen[k] for k in ("subsets", "split_notes") if chosen.get(k)},
+        "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
     out = _jsonable(out)
     storage.write_json(metrics_path(model, task), out)
@@ -634,6 +662,7 @@ __all__ = [
     "restore",
     "save_checkpoint",
     "seed_plan",
+    "subset_metrics",
     "summarize",
     "train_and_evaluate",
     "train_seed",

@@ -4,14 +4,17 @@
 
 bAbI en + en-10k (mirror) annotated by entity-id, sharded, on a process pool (the
 `processes` executor; Dask under Prefect) and, for contrast, on threads (GIL-bound for a
-pure-Python annotator). Reports docs/s and the 1 -> 2 worker ratio; asserts no time.
+pure-Python annotator); and the own coreference model over LAMBADA (compute-bound torch,
+needs a trained checkpoint). Reports docs/s and the 1 -> 2 worker ratio; asserts no time.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -74,3 +77,46 @@ def test_annotation_scaling_1_vs_2_workers(tmp_path, mirror):
             f"(blocks: {each})"
         )
     assert len(results) == 4 and docs > 0
+
+
+def test_model_annotator_scaling_on_lambada(tmp_path, mirror):
+    """The own coreference model (issue #5's offline annotator) over LAMBADA dev + the test
+    sample: compute-bound torch work, one thread per worker, shards of 100 passages.
+
+    Needs a trained checkpoint: COREFREPRO_BENCH_COREF_CHECKPOINT=<path to best.pt> (e.g.
+    artifacts/coref/asl/seed1/best.pt after `dvc repro train_coref@asl` with the mirror).
+    """
+    checkpoint = os.environ.get("COREFREPRO_BENCH_COREF_CHECKPOINT")
+    if not checkpoint or not Path(checkpoint).is_file():
+        pytest.skip("set COREFREPRO_BENCH_COREF_CHECKPOINT to a trained coreference best.pt")
+    repo = tmp_path / "repo"
+    env = copy_checkout(repo)
+    env["COREFREPRO_MIRROR"] = str(mirror)
+    run = "lambada-model"
+    path = repo / "params.yaml"
+    params = yaml.safe_load(path.read_text())
+    params["annotate"]["model_runs"] = {
+        run: {
+            "corpus": "lambada",
+            "annotator": "model",
+            "settings": {"checkpoint": str(Path(checkpoint).resolve())},
+        }
+    }
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    run_ok([sys.executable, "-m", "flows.download", "--corpus", "lambada"], repo, env)
+    run_ok([sys.executable, "-m", "flows.normalize", "--corpus", "lambada"], repo, env)
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    docs = 0
+    for workers in (1, 2, 2, 1):
+        params = yaml.safe_load(path.read_text())
+        params["annotate"].update(executor="processes", workers=workers, shard_size=100)
+        path.write_text(yaml.safe_dump(params, sort_keys=False))
+        run_ok([sys.executable, "-m", "flows.annotate", "--run", run], repo, env)
+        metrics = json.loads((repo / "metrics" / "annotation" / f"{run}.json").read_text())
+        rates[workers].append(metrics["docs_per_s"])
+        docs = metrics["documents"]
+    print(f"\nLAMBADA, {docs} passages, model annotator ({checkpoint}), processes executor")
+    for workers, values in rates.items():
+        print(f"  x{workers}: " + ", ".join(f"{v:.1f}" for v in values) + " docs/s")
+    print(f"  2 workers / 1 worker = {sum(rates[2]) / sum(rates[1]):.2f}x (x1,x2,x2,x1 block)")
+    assert docs > 0

@@ -54,7 +54,16 @@ def test_forced_rerun_is_byte_identical(fresh_repo):
     before = _digests(repo)
     assert before, "dvc repro produced no Parquet"
     # every data stage again (model training stages are checked by their own tests)
-    data_stages = ("download", "normalize", "annotate", "graphs")
+    data_stages = (
+        "download",
+        "normalize",
+        "derive",
+        "annotate",
+        "graphs",
+        "annotate_model",
+        "graphs_model",
+        "kbest",
+    )
     code = "from flows.reproduce import planned_stages; print(' '.join(planned_stages()))"
     stages = [
         s

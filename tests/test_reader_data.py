@@ -213,7 +213,7 @@ def test_task_filter_and_unknown_task(tmp_path):
     assert load_reader_data(path, "qa8").stats["train_items"] == 1
     with pytest.raises(ReaderDataError, match=r"no items of task \['qa9'\].*qa1.*qa8"):
         load_reader_data(path, "qa9")
-    with pytest.raises(ReaderDataError, match="unknown data setting"):
+    with pytest.raises(ReaderDataError, match="reader data: unknown setting"):
         load_reader_data(path, "qa1", {"min_cnt": 2})
 
 
@@ -322,3 +322,86 @@ def test_edge_type_ablation_blanks_coreference_but_keeps_the_shape(synthetic_gra
     assert seq.signature()["edge_types"] == ["sequential"]
     with pytest.raises(ReaderDataError, match=r"unknown edge types \['hypernymy'\]"):
         load_reader_data(synthetic_graphs, "syn1", {"edge_types": ["hypernymy"]})
+
+
+# --------------------------------------------------------------------------- LAMBADA
+
+
+def lambada_row(gid: str, split: str, passage: str, answer: str) -> dict:
+    """A LAMBADA-style GRAPHS row: one context segment (the passage without its target
+    word), no query segment, no chains -- the reader takes the last sentence as the query."""
+    tokens = w(passage)
+    chain = [-1] * len(tokens)
+    return {
+        "graph_id": gid,
+        "doc_id": gid.rsplit("/", 1)[0],
+        "item_id": gid,
+        "split": split,
+        "tokens": tokens,
+        "segments": ["context"],
+        "segment_starts": [0],
+        "chain": chain,
+        "forward": chain_preds(chain),
+        "backward": chain_preds(chain, True),
+        "task": "lambada",
+        "answer": answer,
+        "candidates": None,
+    }
+
+
+LAMBADA_EXTRACTIVE = {"output": "attention_sum", "answer_candidates": "document"}
+
+
+def test_lambada_context_flag_is_the_answer_in_the_passage_minus_its_query(tmp_path):
+    rows = [
+        lambada_row("l/train/0/i", "train", "Anna met Bob . Then Carl waved at", "Bob"),
+        lambada_row("l/dev/0/i", "dev", "Anna met Bob . Then Carl waved at", "Carl"),
+        lambada_row("l/dev/1/i", "dev", "Anna met Bob . Then Carl waved at", "Anna"),
+        lambada_row("l/dev/2/i", "dev", "Anna met Dora . Then Carl waved at", "Dora"),
+    ]
+    data = load_reader_data(
+        write_graphs(tmp_path / "g.parquet", rows), "lambada", LAMBADA_EXTRACTIVE
+    )
+    dev = {ex["graph_id"]: ex for ex in data.splits["dev"]}
+    # "Carl" is only in the query sentence: not in the context (Chu et al. 2016 split)
+    assert not dev["l/dev/0/i"]["in_context"] and dev["l/dev/0/i"]["answer"] == -1
+    assert dev["l/dev/1/i"]["in_context"] and dev["l/dev/1/i"]["answer"] >= 0
+    # "Dora" is in the passage but not in the train vocabulary: in 'context', yet unproducible
+    assert dev["l/dev/2/i"]["in_context"] and dev["l/dev/2/i"]["answer"] == -1
+    assert data.has_subsets
+    # classification, or every answer in its document: 'context' would equal 'all'
+    assert not load_reader_data(
+        tmp_path / "g.parquet", "lambada", {"output": "classify"}
+    ).has_subsets
+    rows[1]["answer"] = "Bob"
+    path = write_graphs(tmp_path / "h.parquet", rows)
+    assert not load_reader_data(path, "lambada", LAMBADA_EXTRACTIVE).has_subsets
+
+
+def test_train_from_dev_carves_whole_documents_deterministically(tmp_path):
+    rows = [
+        lambada_row(f"l/dev/{d}/{k}", "dev", f"Anna met Bob{d} . Then she waved at", "Anna")
+        for d in range(10)
+        for k in range(1 + d % 2)  # odd documents hold two items
+    ] + [lambada_row(f"l/test/{d}/0", "test", "Anna met Bob . She saw", "Bob") for d in range(2)]
+    path = write_graphs(tmp_path / "g.parquet", rows)
+    cfg = {"train_from_dev": 0.6, **LAMBADA_EXTRACTIVE}
+    data = load_reader_data(path, "lambada", cfg)
+    docs = {s: {ex["graph_id"].rsplit("/", 1)[0] for ex in exs} for s, exs in data.splits.items()}
+    assert len(docs["train"]) == 6 and len(docs["dev"]) == 4 and not docs["train"] & docs["dev"]
+    assert sum(len(v) for v in data.splits.values()) == len(rows)  # nothing dropped
+    assert [ex["graph_id"] for ex in data.splits["test"]] == ["l/test/0/0", "l/test/1/0"]
+    assert "carved by train_from_dev 0.6 (seed 13)" in data.split_notes["train"]
+    assert "not a test set" in data.split_notes["dev"] and "test" not in data.split_notes
+    again = load_reader_data(path, "lambada", cfg)
+    assert again.splits == data.splits and again.vocab == data.vocab
+    other = load_reader_data(path, "lambada", {**cfg, "train_from_dev_seed": 14})
+    assert {ex["graph_id"] for ex in other.splits["train"]} != {
+        ex["graph_id"] for ex in data.splits["train"]
+    }
+    assert data.signature()["train_from_dev"] == 0.6
+    with pytest.raises(ReaderDataError, match=r"fraction in \(0, 1\)"):
+        load_reader_data(path, "lambada", {"train_from_dev": 1.0})
+    rows.append(lambada_row("l/train/0/0", "train", "Anna met Bob . Then she waved at", "Bob"))
+    with pytest.raises(ReaderDataError, match=r"tasks without train items; this one has 1"):
+        load_reader_data(write_graphs(tmp_path / "t.parquet", rows), "lambada", cfg)

@@ -16,10 +16,11 @@ from tasks.coref_data import (
     crop_document,
     load_pretrained,
     load_splits,
+    resolve_vectors,
     tensorize,
 )
 from tasks.corpora import handmade
-from tasks.errors import DataError
+from tasks.errors import CorefreproError, DataError
 from tasks.schema import DOCUMENTS, MENTIONS
 from tasks.storage import write_table
 from tasks.train_coref import (
@@ -295,3 +296,43 @@ def test_glove_embeddings_are_used_frozen_and_recorded(splits, tmp_path):
     assert "library" not in {t for d in docs["train"] for t in d.tokens}
     assert model.words.weight[vocab.word_id("library")].tolist() == [7.0, 8.0, 9.0]
     assert model.words.weight[vocab.word_id("the")].tolist() == [1.0, 2.0, 3.0]  # not trained
+
+
+def test_glove_by_name_comes_from_the_mirror(monkeypatch, tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "glove").mkdir(parents=True)
+    (mirror / "glove" / "glove.6B.50d.txt").write_text("the 1 2\n", encoding="utf-8")
+    monkeypatch.setenv("COREFREPRO_MIRROR", str(mirror))
+    path, note = resolve_vectors("glove.6B.50d", {"network": False, "cache_dir": tmp_path / "c"})
+    assert path == tmp_path / "c" / "glove" / "glove.6B.50d.txt"
+    assert path.read_text() == "the 1 2\n" and note.startswith("glove.6B.50d sha256 ")
+
+
+def test_glove_by_name_falls_back_to_random_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("COREFREPRO_MIRROR", str(tmp_path / "no-mirror"))
+    path, note = resolve_vectors("glove.840B.300d", {"network": False, "cache_dir": tmp_path})
+    assert path is None
+    assert note.startswith("random (glove.840B.300d unavailable") and "network disabled" in note
+
+
+def test_glove_path_typo_is_an_error_naming_the_setting(tmp_path):
+    with pytest.raises(CorefreproError, match="train_coref.model.glove_path: .*missing.txt"):
+        resolve_vectors(str(tmp_path / "missing.txt"))
+    assert resolve_vectors(None) == (None, "random (glove_path: null)")
+
+
+def test_glove_by_name_is_extracted_from_the_downloaded_archive(monkeypatch, tmp_path):
+    """The network path: the Stanford zip (here a local file:// stand-in), member extracted."""
+    import zipfile
+
+    from tasks import coref_data
+    from tasks.fetch import Archive
+
+    archive = tmp_path / "glove.6B.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("glove.6B.50d.txt", "bread 0.5 0.25\n")
+    names = {"glove.6B.50d": Archive(archive.as_uri(), "glove.6B.50d.txt")}
+    monkeypatch.setattr(coref_data, "GLOVE_NAMES", names)
+    monkeypatch.delenv("COREFREPRO_MIRROR", raising=False)
+    path, note = resolve_vectors("glove.6B.50d", {"network": True, "cache_dir": tmp_path / "c"})
+    assert path.read_text() == "bread 0.5 0.25\n" and "sha256" in note

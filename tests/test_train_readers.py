@@ -4,6 +4,7 @@ stage writes its artifacts and DVC metrics."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from tasks import train_readers as tr
+from tasks.checkpoints import jsonable
 from tasks.reader_data import load_reader_data
 from tests.test_reader_data import build_synthetic_graphs
 
@@ -165,9 +167,9 @@ def test_model_configs_and_labels():
     assert tr.model_label({"one_hot": True}) == "bigru+onehot"
     # total hidden fixed at 256 (§4.2): MAGE(16) splits it 240 + 16
     assert tr.resolve_model_cfg({"encoder": "mage"})["hidden_size"] == 256
-    with pytest.raises(tr.CorefreproError, match="unknown model setting"):
+    with pytest.raises(tr.CorefreproError, match="train_mage model: unknown setting"):
         tr.resolve_model_cfg({"hidden": 3})
-    with pytest.raises(tr.CorefreproError, match="unknown train setting"):
+    with pytest.raises(tr.CorefreproError, match="train_mage train: unknown setting"):
         tr.resolve_train_cfg({"epoch": 3})
 
 
@@ -277,3 +279,98 @@ def _untracked(fn):
         return fn(*args, **{**kwargs, "track": False})
 
     return call
+
+
+# --------------------------------------------------------------------------- LAMBADA subsets
+
+
+class FirstCandidate(torch.nn.Module):
+    """Always answers the first candidate: the document's first (known) token."""
+
+    def forward(self, batch):
+        if "candidates" not in batch:  # classify: the first class
+            return torch.log_softmax(torch.arange(4.0, 0, -1).expand(len(batch["answer"]), 4), -1)
+        scores = torch.zeros(batch["candidates"].shape)
+        scores[:, 0] = 1.0
+        return torch.log_softmax(scores.masked_fill(~batch["candidate_mask"], -1e4), -1)
+
+
+def lambada_table(tmp_path: Path) -> Path:
+    """Hand-made LAMBADA rows; which ones FirstCandidate gets right is known by construction."""
+    from tests.test_reader_data import lambada_row, write_graphs
+
+    rows = [
+        lambada_row("l/train/0/i", "train", "Anna met Bob . Then Carl waved at", "Bob"),
+        lambada_row("l/train/1/i", "train", "Carl met Anna . Then Bob waved at", "Anna"),
+        # dev: answer first in the context (right), later (wrong), only in the query (wrong,
+        # outside 'context'), first (right): context 2/3, all 2/4
+        lambada_row("l/dev/0/i", "dev", "Anna met Bob . Then she waved at", "Anna"),
+        lambada_row("l/dev/1/i", "dev", "Bob met Anna . Then she waved at", "Anna"),
+        lambada_row("l/dev/2/i", "dev", "Anna met Bob . Then Carl waved at", "Carl"),
+        lambada_row("l/dev/3/i", "dev", "Carl met Bob . Then he waved at", "Carl"),
+        # test: right, and an answer found nowhere in the passage: context 1/1, all 1/2
+        lambada_row("l/test/0/i", "test", "Bob met Carl . Then he waved at", "Bob"),
+        lambada_row("l/test/1/i", "test", "Bob met Carl . Then he waved at", "Dora"),
+    ]
+    return write_graphs(tmp_path / "lambada.parquet", rows)
+
+
+LAMBADA_CFG = {"output": "attention_sum", "answer_candidates": "document"}
+
+
+def test_evaluate_reports_context_and_all_accuracy(tmp_path):
+    data = load_reader_data(lambada_table(tmp_path), "lambada", LAMBADA_CFG)
+    kwargs = dict(batch_size=3, device=torch.device("cpu"), autocast=contextlib.nullcontext)
+    dev = tr.evaluate(FirstCandidate(), data, "dev", **kwargs)
+    test = tr.evaluate(FirstCandidate(), data, "test", **kwargs)
+    assert (dev["acc"], dev["n"], dev["context_acc"], dev["context_n"]) == (2 / 4, 4, 2 / 3, 3)
+    assert (test["acc"], test["n"], test["context_acc"], test["context_n"]) == (1 / 2, 2, 1, 1)
+    assert tr.subset_metrics(dev, test) == {
+        "context": {"dev_acc": 2 / 3, "test_acc": 1.0, "dev_n": 3, "test_n": 1},
+        "all": {"dev_acc": 0.5, "test_acc": 0.5, "dev_n": 4, "test_n": 2},
+    }
+    # where 'context' is 'all' (the synthetic corpus's candidate lists) nothing extra
+    classify = load_reader_data(tmp_path / "lambada.parquet", "lambada", {"output": "classify"})
+    assert "context_acc" not in tr.evaluate(FirstCandidate(), classify, "dev", **kwargs)
+
+
+def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path, monkeypatch):
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setattr("tasks.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
+    monkeypatch.setattr("tasks.tracking.stage_lock_hash", lambda stage: "none")
+    path = lambada_table(tmp_path)
+    cfg = {**LAMBADA_CFG, "train_from_dev": 0.5}
+    with pytest.raises(tr.CorefreproError, match="train_from_dev is for tasks without train"):
+        tr.train_and_evaluate(path, "lambada", TINY, {**FAST, **cfg}, tmp_path / "x", track=False)
+    from tests.test_reader_data import lambada_row, write_graphs
+
+    rows = [
+        lambada_row(f"l/dev/{d}/i", "dev", f"Anna met Bob{d % 3} . Then she waved at", a)
+        for d, a in enumerate(["Anna", "Bob0", "Carl", "Anna", "Bob1", "Dora"] * 2)
+    ]
+    path = write_graphs(tmp_path / "carve.parquet", rows)
+    metrics = tr.train_and_evaluate(
+        path, "lambada", TINY, {**FAST, **cfg, "epochs": 1}, tmp_path / "out", model_name="m"
+    )
+    assert metrics["train_n"] == 6 and metrics["dev_n"] == 6 and metrics["test_n"] == 0
+    sub = metrics["subsets"]
+    assert sub["all"] == {
+        "dev_acc": metrics["dev_acc"],
+        "test_acc": None,
+        "dev_n": 6,
+        "test_n": 0,
+    }
+    held_out = load_reader_data(path, "lambada", cfg).splits["dev"]
+    assert sub["context"]["dev_n"] == sum(ex["in_context"] for ex in held_out) < 6
+    assert set(metrics["split_notes"]) == {"train", "dev"}
+    run = mlflow.search_runs(experiment_names=["dhingra-mage-gru"], output_format="list")[0]
+    assert run.data.metrics["context_dev_acc"] == pytest.approx(sub["context"]["dev_acc"])
+    assert run.data.metrics["all_dev_acc"] == pytest.approx(metrics["dev_acc"])
+    assert "context_test_acc" not in run.data.metrics  # no test split: nothing invented
+    # the DVC metrics of the stage carry both, from the selected seed
+    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    summary = tr.summarize("m", "lambada", [metrics])
+    assert summary["subsets"] == jsonable(sub) == summary["per_seed"]["1"]["subsets"]
+    assert summary["split_notes"] == metrics["split_notes"]

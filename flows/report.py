@@ -1,0 +1,35 @@
+"""Stage `report`: reports/results.md, our metrics beside the papers' tables.
+
+    python -m flows.report
+
+Reads metrics/mage/<model>/<task>.json and metrics/coref/<encoder>.json (the training stages'
+DVC metrics) and tasks/paper_results.yaml (the papers' numbers and the model/task mapping);
+paths in params.yaml `report`. Missing metrics give "—" cells. Deterministic output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from flows.runtime import flow, run_cli
+from tasks import report as stage
+
+log = logging.getLogger("corefrepro.report")
+
+
+@flow(name="report")
+def report() -> str:
+    out = stage.build()
+    log.info("wrote %s", out)
+    return str(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    run_cli(report)
+
+
+if __name__ == "__main__":
+    main()
