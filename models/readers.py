@@ -34,7 +34,12 @@ The batch (collate_graphs builds it from numericalized GRAPHS rows), B items, T 
     query_span    [B, 2] long   [start, end) of the query (LAMBADA: the last sentence, Chu et
                                 al. 2016; it may lie inside the one context segment)
     answer        [B] long      index into candidates (attention_sum) or class id (classify)
-    candidates    [B, C] long   candidate token ids (attention_sum)
+    candidates    [B, C] long   candidate token ids (attention_sum), in the id space of `surface`
+                                where the batch has it
+    surface       [B, T] long   optional: ids for matching candidates to positions -- the vocab
+                                id, or a per-example id for each distinct out-of-vocabulary word
+                                (they all embed as <unk>, but an unknown answer that occurs in
+                                the document stays reachable by attention sum)
     candidate_mask [B, C] bool  real candidates (attention_sum)
     placeholder   [B] long      optional: the cloze position in the concatenation (-1 none);
                                 where given, the query vector is the query's representation
@@ -115,6 +120,12 @@ def collate_graphs(examples: Sequence[Mapping[str, Any]], *, pad_id: int = 0) ->
             [int(ex.get("placeholder", -1)) for ex in examples], dtype=torch.long
         ),
     }
+    if all("surface" in ex for ex in examples):
+        out["surface"] = torch.full((batch, steps), pad_id, dtype=torch.long)
+        for b, ex in enumerate(examples):
+            out["surface"][b, : len(ex["surface"])] = torch.as_tensor(
+                ex["surface"], dtype=torch.long
+            )
     if all("candidates" in ex for ex in examples):
         width = max(len(ex["candidates"]) for ex in examples)
         out["candidates"] = torch.full((batch, width), pad_id, dtype=torch.long)
@@ -378,7 +389,7 @@ class BiGRUReader(_Reader):
             if bool((doc_mask.sum(1) == 0).any() | (query_mask.sum(1) == 0).any()):
                 raise ValueError("a document or query span is empty; a reader needs both")
         doc = self.dropout(doc)
-        doc_tokens, _ = take_span(batch["tokens"], batch["doc_span"])
+        doc_tokens, _ = take_span(batch.get("surface", batch["tokens"]), batch["doc_span"])
         q = query_vector(query, query_mask, self._placeholder(batch))
         return self.answer(doc, doc_mask, doc_tokens, q, batch)
 
@@ -467,6 +478,6 @@ class GAReader(_Reader):
             doc, doc_mask = take_span(h, batch["doc_span"])
             if bool((doc_mask.sum(1) == 0).any() | (query_mask.sum(1) == 0).any()):
                 raise ValueError("a document or query span is empty; a reader needs both")
-        doc_tokens, _ = take_span(batch["tokens"], batch["doc_span"])
+        doc_tokens, _ = take_span(batch.get("surface", batch["tokens"]), batch["doc_span"])
         q = query_vector(query, query_mask, self._placeholder(batch))
         return self.answer(doc, doc_mask, doc_tokens, q, batch)

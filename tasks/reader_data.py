@@ -12,7 +12,8 @@ classification tasks, we select the answer among the candidates C", Eq. 6):
   entities, the synthetic corpus's places), else the document's distinct tokens that are
   answers of some TRAIN item (answer_candidates: train_answers; bAbI's places and objects),
   or all of them (answer_candidates: document; LAMBADA, Chu et al. 2016). Out-of-vocabulary
-  tokens share <unk>, which is never a candidate.
+  tokens all embed as <unk> but are matched by a per-example id (surface_ids), so a rare word
+  of the passage can still be the answer.
 - "classify" (Eq. 6, a softmax over a lookup table W_C of output embeddings, one per class):
   the classes are the answer strings seen in the TRAIN split of the selected tasks, sorted; a
   multi-word bAbI answer ("football,apple" in qa8, "n,w" in qa19) is ONE class label. Where
@@ -164,6 +165,24 @@ def _pa_strings(values: Sequence[str]):
     import pyarrow as pa
 
     return pa.array(list(values), type=pa.string())
+
+
+def surface_ids(tokens: Sequence[str], vocab: Vocab) -> dict[str, int]:
+    """Token string -> the id attention sum matches on: its vocabulary id, or, for a word
+    outside the vocabulary, len(vocab) + k for the k-th distinct such word of this example.
+
+    Out-of-vocabulary words all embed as <unk>, but they stay distinct answers: a LAMBADA
+    target is often a rare word of the passage (a name), and with one shared <unk> id no
+    answer layer could pick it (Kadlec et al. 2016 score candidates by their positions).
+    """
+    out: dict[str, int] = {}
+    unknown = 0
+    for token in tokens:
+        if token not in out:
+            out[token] = vocab.id(token)
+            if out[token] == UNK_ID:
+                out[token], unknown = len(vocab) + unknown, unknown + 1
+    return out
 
 
 def sentence_starts(tokens: Sequence[str], start: int, end: int) -> list[int]:
@@ -410,15 +429,18 @@ def load_reader_data(
                 else:
                     stats[f"{split}_no_known_candidate"] += 1
         else:
+            surface_of = surface_ids(row["tokens"], vocab)
+            ex["surface"] = [surface_of[t] for t in row["tokens"]]
             if row["candidates"]:
-                cands = [vocab.id(c) for c in row["candidates"]]
+                cands = [surface_of.get(c, vocab.id(c)) for c in row["candidates"]]
             else:
-                cands = ids[doc_span[0] : doc_span[1]]
+                cands = ex["surface"][doc_span[0] : doc_span[1]]
                 if settings["answer_candidates"] == "train_answers":
                     cands = [c for c in cands if c in answer_ids]
             cands = [c for c in dict.fromkeys(cands) if c != UNK_ID]
             stats[f"{split}_no_candidate"] += not cands
-            answer = vocab.id(row["answer"])
+            answer = surface_of.get(row["answer"], vocab.id(row["answer"]))
+            stats[f"{split}_oov_answer_in_document"] += answer >= len(vocab)
             ex["candidates"] = cands or [UNK_ID]
             ex["answer"] = cands.index(answer) if answer in cands else -1
             stats[f"{split}_answer_not_in_candidates"] += ex["answer"] < 0

@@ -309,8 +309,15 @@ def _train(
 
     state = {"epoch": 0, "best_f1": -1.0, "best_epoch": -1, "curve": [], "bad_epochs": 0}
     last_path = out_dir / LAST
+    ckpt = None
     if tcfg["resume"] and last_path.exists():
-        ckpt = load_checkpoint(last_path, config)
+        try:
+            ckpt = load_checkpoint(last_path, config)
+        except CheckpointMismatchError as exc:
+            # the settings changed (e.g. dvc repro after a params.yaml edit): this is a new
+            # run, not a continuation; last.pt is overwritten after the first epoch
+            log.warning("not resuming: %s", exc)
+    if ckpt is not None:
         model.load_state_dict(ckpt["state_dict"])
         optimizer.load_state_dict(ckpt["optimizer"])
         schedule.load_state_dict(ckpt["schedule"])

@@ -366,8 +366,13 @@ def test_lambada_context_flag_is_the_answer_in_the_passage_minus_its_query(tmp_p
     # "Carl" is only in the query sentence: not in the context (Chu et al. 2016 split)
     assert not dev["l/dev/0/i"]["in_context"] and dev["l/dev/0/i"]["answer"] == -1
     assert dev["l/dev/1/i"]["in_context"] and dev["l/dev/1/i"]["answer"] >= 0
-    # "Dora" is in the passage but not in the train vocabulary: in 'context', yet unproducible
-    assert dev["l/dev/2/i"]["in_context"] and dev["l/dev/2/i"]["answer"] == -1
+    # "Dora" is in the passage but not in the train vocabulary: it embeds as <unk> but keeps a
+    # per-example id, so attention sum can still pick it
+    dora = dev["l/dev/2/i"]
+    assert dora["in_context"] and dora["answer"] >= 0
+    assert dora["tokens"][2] == UNK_ID and dora["surface"][2] == len(data.vocab)
+    assert dora["candidates"][dora["answer"]] == len(data.vocab)
+    assert data.stats["dev_oov_answer_in_document"] == 1
     assert data.has_subsets
     # classification, or every answer in its document: 'context' would equal 'all'
     assert not load_reader_data(

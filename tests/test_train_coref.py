@@ -207,6 +207,20 @@ def test_resume_continues_exactly_where_training_stopped(splits, tmp_path):
     assert resumed["dev"] == straight["dev"]
 
 
+def test_a_changed_configuration_starts_fresh_instead_of_resuming(splits, tmp_path, caplog):
+    """dvc repro after a params edit: the old last.pt is not a continuation of the new run."""
+    docs, _ = splits
+    train_and_evaluate(docs["train"], docs["dev"], [], TINY, {**FAST, "epochs": 1}, tmp_path)
+    wider = {**TINY, "lstm_size": TINY["lstm_size"] + 2}
+    with caplog.at_level("WARNING", logger="corefrepro.train_coref"):
+        out = train_and_evaluate(
+            docs["train"], docs["dev"], [], wider, {**FAST, "epochs": 1}, tmp_path
+        )  # fmt: skip
+    assert "not resuming" in caplog.text and "lstm_size" in caplog.text
+    assert out["epochs_run"] == 1
+    assert load_checkpoint(tmp_path / "last.pt")["config"]["lstm_size"] == wider["lstm_size"]
+
+
 def test_model_annotator_plug_in(trained, splits):
     _, out = trained
     docs, _ = splits

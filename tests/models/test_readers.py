@@ -162,6 +162,20 @@ def test_attention_sum_adds_the_attention_on_every_occurrence_by_hand():
     assert p[2] < 1e-11 and p[3] == 0
 
 
+@pytest.mark.parametrize("reader_cls", [BiGRUReader, GAReader])
+def test_unknown_words_share_an_embedding_but_stay_distinct_answers(reader_cls):
+    """Two out-of-vocabulary words (both id 1 = <unk>) with surface ids 20 and 21: the
+    embeddings see one token, attention sum two candidates (tasks.reader_data.surface_ids)."""
+    reader = make(reader_cls)
+    item = example([1, 2, 1, 3, 4], [-1] * 5, (0, 4), (4, 5), [20, 21, 2], 1)
+    with_surface = collate_graphs([{**item, "surface": [20, 2, 21, 3, 4]}])
+    log_p = reader(with_surface)[0].exp()
+    torch.testing.assert_close(reader(collate_graphs([item]))[0, 2].exp(), log_p[2])
+    assert log_p[0] > 1e-6 and log_p[1] > 1e-6  # each unknown word holds its own attention
+    # without surface ids neither unknown word is a candidate the document can match
+    assert (reader(collate_graphs([item]))[0, :2].exp() < 1e-11).all()
+
+
 def test_classify_is_a_softmax_over_w_c_of_the_attended_document():
     """Eq. 6: h^d = alpha^T H^d, p_C = softmax(h^d W_C)."""
     reader = make(BiGRUReader, output="classify")
