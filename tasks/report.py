@@ -36,6 +36,7 @@ from tasks.storage import write_text
 KINDS = ("babi", "accuracy", "coref", "runs")
 SOURCES = ("mage", "coref")
 DASH = "—"
+SMALL_TEST = 100  # a test set this small is a sample: its error moves in 10-point steps
 DEFAULTS: dict[str, Any] = {
     "paper_results": "tasks/paper_results.yaml",
     "metrics": {"mage": "metrics/mage", "coref": "metrics/coref"},
@@ -446,6 +447,19 @@ def render_babi(table: Mapping, runs: Sequence[Run], papers: Mapping, annotation
         "measured. Tasks measured:"
     )
     lines += measured_lines or ["- none"]
+    small = sorted(
+        f"`{r.model}` {r.task} ({r.metrics['test_n']} questions, dev error "
+        f"{fmt(metric(r.metrics, 'dev_error'), 1, 100)}%)"
+        for r in runs
+        if isinstance(r.metrics.get("test_n"), int) and r.metrics["test_n"] < SMALL_TEST
+    )
+    if small:
+        lines.append(
+            f"\nTest sets under {SMALL_TEST} questions (e.g. the mirror's 10-question samples; "
+            "the full test sets are held back) make these cells coarse; read the dev error: "
+            + "; ".join(small)
+            + "."
+        )
     if reference:
         refs = "; ".join(
             f"{r['paper_row']} (Avg {fmt(r.get('avg'))}"

@@ -204,6 +204,14 @@ def test_babi_cells_means_and_failed_counts_over_measured_tasks(tmp_path, metric
     assert "babi-entity-id" in text  # the annotation run the readers used
 
 
+def test_a_sampled_test_set_points_to_the_dev_error(tmp_path, metrics):
+    assert "Test sets under 100 questions" not in _build(tmp_path, metrics)
+    small = _reader("bigru", "qa2", "babi", 0.5, dev_acc=0.45, test_n=10)
+    _write(Path(metrics["mage"]) / "bigru" / "qa2.json", small)
+    text = _build(tmp_path / "again", metrics)
+    assert "`bigru` qa2 (10 questions, dev error 55.0%)" in text
+
+
 def test_babi_mix_runs_go_to_table_2_only(tmp_path, metrics, spec):
     text = _build(tmp_path, metrics)
     table1, table2 = text.split("## Dhingra et al. (MAGE-GRU), Table ")[1:3]
