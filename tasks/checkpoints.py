@@ -55,8 +55,10 @@ def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
 def save_checkpoint(path: str | Path, model: torch.nn.Module, config: Mapping, **info: Any) -> None:
     """Atomically: a crash while saving leaves the previous checkpoint intact."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    with storage.atomic_path(path) as tmp:
-        torch.save({"config": dict(config), "state_dict": state, **info}, tmp)
+    # through a file object: torch.save(obj, <path>) names the zip's records after the
+    # (random) temporary file, which would make equal checkpoints differ byte for byte
+    with storage.atomic_path(path) as tmp, tmp.open("wb") as fh:
+        torch.save({"config": dict(config), "state_dict": state, **info}, fh)
 
 
 def load_checkpoint(

@@ -244,6 +244,28 @@ def prepare_vocab(
     return vocab, pretrained, info
 
 
+# Training settings a run may NOT change when it resumes (epochs may grow; device, threads and
+# amp do not change what is learned beyond float noise; resume itself is the switch).
+_NOT_RESUME_KEYS = ("epochs", "resume", "device", "threads", "amp")
+
+
+def _resume_signature(tcfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in sorted(tcfg.items()) if k not in _NOT_RESUME_KEYS}
+
+
+def _check_resumable(path: Path, ckpt: Mapping[str, Any], tcfg: Mapping[str, Any]) -> None:
+    """A last.pt continues this run only if it was trained under the same training settings
+    and has not already passed the requested epochs (fewer epochs = a different run)."""
+    saved = ckpt.get("train")
+    diffs = [] if saved is None else _diff(saved, _resume_signature(tcfg))
+    if ckpt["state"]["epoch"] > int(tcfg["epochs"]):
+        diffs.append(f"epochs: {ckpt['state']['epoch']} done > {tcfg['epochs']} requested")
+    if diffs:
+        raise CheckpointMismatchError(
+            f"{path}: trained under other training settings: " + "; ".join(diffs)
+        )
+
+
 def train_and_evaluate(
     train_docs: Sequence[CorefDocument],
     dev_docs: Sequence[CorefDocument],
@@ -313,10 +335,12 @@ def _train(
     if tcfg["resume"] and last_path.exists():
         try:
             ckpt = load_checkpoint(last_path, config)
+            _check_resumable(last_path, ckpt, tcfg)
         except CheckpointMismatchError as exc:
             # the settings changed (e.g. dvc repro after a params.yaml edit): this is a new
             # run, not a continuation; last.pt is overwritten after the first epoch
             log.warning("not resuming: %s", exc)
+            ckpt = None
     if ckpt is not None:
         model.load_state_dict(ckpt["state_dict"])
         optimizer.load_state_dict(ckpt["optimizer"])
@@ -392,6 +416,7 @@ def _train(
             last_path, model, config, vocab,
             optimizer=optimizer.state_dict(), schedule=schedule.state_dict(),
             rng=rng.getstate(), torch_rng=torch.get_rng_state(), state=state,
+            train=_resume_signature(tcfg),
         )  # fmt: skip
         storage.write_json(out_dir / CURVE, _jsonable(state["curve"]))
         if tcfg["patience"] is not None and state["bad_epochs"] >= int(tcfg["patience"]):

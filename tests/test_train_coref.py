@@ -218,6 +218,21 @@ def test_a_changed_configuration_starts_fresh_instead_of_resuming(splits, tmp_pa
     assert load_checkpoint(tmp_path / "last.pt")["config"]["lstm_size"] == wider["lstm_size"]
 
 
+def test_resume_needs_the_same_training_settings_and_no_more_epochs_than_asked(
+    splits, tmp_path, caplog
+):
+    docs, _ = splits
+    args = (docs["train"], docs["dev"], [], TINY)
+    train_and_evaluate(*args, {**FAST, "epochs": 2}, tmp_path)
+    with caplog.at_level("WARNING", logger="corefrepro.train_coref"):
+        fewer = train_and_evaluate(*args, {**FAST, "epochs": 1}, tmp_path)
+    assert "epochs: 2 done > 1 requested" in caplog.text and fewer["epochs_run"] == 1
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="corefrepro.train_coref"):
+        train_and_evaluate(*args, {**FAST, "epochs": 2, "learning_rate": 0.01}, tmp_path)
+    assert "learning_rate" in caplog.text
+
+
 def test_model_annotator_plug_in(trained, splits):
     _, out = trained
     docs, _ = splits
