@@ -318,26 +318,11 @@ def _runs_details(runs: Sequence[Run], annotation: str | None, summary: str) -> 
         "notes",
         "metrics file",
     ]
-    rows = []
-    for r in sorted(runs, key=lambda r: (r.model, _task_key(r.task))):
-        m = r.metrics
-        spread = _error_spread(m)
-        rows.append(
-            [
-                f"`{r.model}`",
-                r.task,
-                m.get("dataset") or DASH,
-                m.get("annotation") or annotation or DASH,
-                str(m.get("seeds", DASH)),
-                str(m.get("selected_seed", DASH)),
-                fmt(metric(m, "dev_acc"), 3),
-                fmt(metric(m, "test_acc"), 3),
-                fmt(metric(m, "test_error"), 1, 100),
-                spread,
-                _notes(m),
-                r.path,
-            ]
-        )
+    rows = [
+        [*cells[:4], str(r.metrics.get("seeds", DASH)), str(r.metrics.get("selected_seed", DASH)),
+         *cells[5:], r.path]
+        for r, cells in _run_rows(runs, annotation)
+    ]  # fmt: skip
     if not rows:
         return []
     return ["<details><summary>" + summary + "</summary>", "", *_md_table(header, rows)] + [
@@ -345,6 +330,32 @@ def _runs_details(runs: Sequence[Run], annotation: str | None, summary: str) -> 
         "</details>",
         "",
     ]
+
+
+def _run_rows(runs: Sequence[Run], annotation: str | None) -> list[tuple[Run, list[str]]]:
+    """Per run, sorted by model and task: model, task, dataset, annotation, "seeds (selected)",
+    dev acc, test acc, test error % (selected), test error % mean ± std, notes."""
+    out = []
+    for r in sorted(runs, key=lambda r: (r.model, _task_key(r.task))):
+        m = r.metrics
+        out.append(
+            (
+                r,
+                [
+                    f"`{r.model}`",
+                    r.task,
+                    m.get("dataset") or DASH,
+                    m.get("annotation") or annotation or DASH,
+                    f"{m.get('seeds', DASH)} ({m.get('selected_seed', DASH)})",
+                    fmt(metric(m, "dev_acc"), 3),
+                    fmt(metric(m, "test_acc"), 3),
+                    fmt(metric(m, "test_error"), 1, 100),
+                    _error_spread(m),
+                    _notes(m),
+                ],
+            )
+        )
+    return out
 
 
 def _error_spread(m: Mapping[str, Any]) -> str:
@@ -615,24 +626,7 @@ def render_runs(table: Mapping, runs: Sequence[Run], papers: Mapping, annotation
     header = ["model", "task", "dataset", "annotation", "seeds (selected)", "dev acc"]
     header += ["test acc", "test error % (selected)", "test error % mean ± std over seeds"]
     header += ["notes"]
-    rows = []
-    for r in sorted(runs, key=lambda r: (r.model, _task_key(r.task))):
-        m = r.metrics
-        spread = _error_spread(m)
-        rows.append(
-            [
-                f"`{r.model}`",
-                r.task,
-                m.get("dataset") or DASH,
-                m.get("annotation") or annotation or DASH,
-                f"{m.get('seeds', DASH)} ({m.get('selected_seed', DASH)})",
-                fmt(metric(m, "dev_acc"), 3),
-                fmt(metric(m, "test_acc"), 3),
-                fmt(metric(m, "test_error"), 1, 100),
-                spread,
-                _notes(m),
-            ]
-        )
+    rows = [cells for _, cells in _run_rows(runs, annotation)]
     lines += [f"Selection: {SELECTION}.", ""]
     lines += _md_table(header, rows)
     return lines + ["", "Metrics files: " + ", ".join(r.path for r in runs) + ".", ""]
