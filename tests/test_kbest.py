@@ -24,12 +24,8 @@ SCORES = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+# one torch thread: deterministic float sums and no spinning on a busy 2-core machine
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_hand_computed_list_skips_duplicate_chains_and_pads():

@@ -6,7 +6,6 @@ import json
 import random
 
 import pytest
-import torch
 
 from tasks import annotators
 from tasks.annotators.base import Doc
@@ -47,12 +46,8 @@ TINY = {
 FAST = {"epochs": 1, "learning_rate": 3e-3, "log_every_s": 1e9}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+# one torch thread: deterministic float sums and no spinning on a busy 2-core machine
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
