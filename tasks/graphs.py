@@ -645,6 +645,13 @@ def _common_id(a: str, b: str) -> str:
     return "/".join(pa_[:i] + ["/".join(pa_[i:]) + "+" + "/".join(pb[i:])])
 
 
+def _release(doc_id: str, task: str) -> str:
+    """The part of a doc_id before its task label: 'babi/en-10k/qa1/train/3' -> 'babi/en-10k'
+    ('' when the id has no task component, as in the generated corpus)."""
+    parts = doc_id.split("/")
+    return "/".join(parts[: parts.index(task)]) if task and task in parts else ""
+
+
 def mix_babi(
     documents: pa.Table | Iterable[Mapping[str, Any]],
     items: pa.Table | Iterable[Mapping[str, Any]],
@@ -656,9 +663,10 @@ def mix_babi(
 ) -> Normalized:
     """bAbI-Mix (Dhingra et al. §4.2) from normalized bAbI rows (DOCUMENTS/ITEMS/MENTIONS).
 
-    Stories of one (split, task) are shuffled and paired (seeded); in each pair one story,
-    chosen at random, has its entities renamed with `alternates` (tokens, queries, answers,
-    candidates); the sentences of the two are interleaved in a uniformly random merge that
+    Stories of one (split, task, release) are shuffled and paired (seeded; the release is the
+    doc_id's prefix before the task, so bAbI en and en-10k stories never meet); in each pair
+    one story, chosen at random, has its entities renamed with `alternates` (tokens, queries,
+    answers, candidates); the sentences of the two are interleaved in a uniformly random merge that
     keeps each story's own order. Every question of both stories is asked over the mixed
     story: its context_end becomes the end of its story's last sentence inside the original
     context, and `supporting` sentence indices are remapped. With an odd number of stories
@@ -683,10 +691,12 @@ def mix_babi(
     by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for it in item_rows:
         by_doc[it["doc_id"]].append(it)
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
     for d in docs:
-        its = by_doc.get(d["doc_id"], [])
-        groups[(d["split"], min((i["task"] for i in its), default=""))].append(d)
+        task = min((i["task"] for i in by_doc.get(d["doc_id"], [])), default="")
+        release = _release(d["doc_id"], task)
+        # stories of one release only (bAbI en with en, en-10k with en-10k)
+        groups[(d["split"], task, release) if release else (d["split"], task)].append(d)
 
     out_docs: list[dict[str, Any]] = []
     out_items: list[dict[str, Any]] = []

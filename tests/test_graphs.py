@@ -406,6 +406,29 @@ def test_babi_mix_is_seeded_and_checks_its_alternates():
         mix_babi(docs, items, mentions, seed=1, alternates={"Mary": "Zed", "John": "Zed"})
 
 
+def test_babi_mix_pairs_stories_within_one_release():
+    """bAbI en and en-10k in one corpus: a 1k story is never mixed with a 10k one."""
+    docs, items, mentions = _babi(8)
+
+    def release(row):  # stories 4-7 become en-10k stories
+        if int(row["doc_id"].split("/")[4]) < 4:
+            return row
+        return {**row, "doc_id": row["doc_id"].replace("babi/en/", "babi/en-10k/")}
+
+    docs, items, mentions = ([release(r) for r in rows] for rows in (docs, items, mentions))
+    for seed in range(1, 9):
+        mixed = mix_babi(docs, items, mentions, seed=seed)
+        assert len(mixed.documents) == 4 and len(mixed.items) == len(items)
+        # a pair within one release has a common id 'en-10k/qa1/train/5+7'
+        assert sorted(d["doc_id"].split("/")[1] for d in mixed.documents) == [
+            "en",
+            "en",
+            "en-10k",
+            "en-10k",
+        ]
+        assert all("/" not in d["doc_id"].split("+")[1] for d in mixed.documents)
+
+
 # --------------------------------------------------------------------------- real data
 
 

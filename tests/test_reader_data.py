@@ -81,17 +81,18 @@ def graph_row(
     query_first=False,
     candidates=None,
 ):
-    """One GRAPHS row with context and query segments (chains: one cluster per capitalized
-    token, as a stand-in for an annotator)."""
+    """One GRAPHS row with context and query segments (no query segment when query is None;
+    chains: one cluster per capitalized token, as a stand-in for an annotator)."""
     segs = (
         [("query", query), ("context", context)]
         if query_first
         else [("context", context), ("query", query)]
     )
+    segs = [(name, seg) for name, seg in segs if seg is not None]
     tokens = [t for _, seg in segs for t in seg]
     names = sorted({t for t in tokens if t[0].isupper()})
     chain = chain or [names.index(t) if t in names else -1 for t in tokens]
-    starts = [0, len(segs[0][1])]
+    starts = [sum(len(seg) for _, seg in segs[:k]) for k in range(len(segs))]
     return {
         "graph_id": gid,
         "doc_id": gid.rsplit("/", 1)[0],
@@ -331,22 +332,7 @@ def lambada_row(gid: str, split: str, passage: str, answer: str) -> dict:
     """A LAMBADA-style GRAPHS row: one context segment (the passage without its target
     word), no query segment, no chains -- the reader takes the last sentence as the query."""
     tokens = w(passage)
-    chain = [-1] * len(tokens)
-    return {
-        "graph_id": gid,
-        "doc_id": gid.rsplit("/", 1)[0],
-        "item_id": gid,
-        "split": split,
-        "tokens": tokens,
-        "segments": ["context"],
-        "segment_starts": [0],
-        "chain": chain,
-        "forward": chain_preds(chain),
-        "backward": chain_preds(chain, True),
-        "task": "lambada",
-        "answer": answer,
-        "candidates": None,
-    }
+    return graph_row(gid, split, tokens, None, answer, task="lambada", chain=[-1] * len(tokens))
 
 
 LAMBADA_EXTRACTIVE = {"output": "attention_sum", "answer_candidates": "document"}
