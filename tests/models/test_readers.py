@@ -12,6 +12,7 @@ import torch
 from models.readers import (
     BiGRUReader,
     GAReader,
+    MaskedBiGRU,
     collate_graphs,
     query_vector,
     segment_spans,
@@ -107,6 +108,48 @@ def test_take_span_and_query_vector():
     assert query_vector(q, torch.tensor([[True, True, False]])).tolist() == [[2.0, 10.0]]
     at = query_vector(q, torch.tensor([[True] * 3]), torch.tensor([1]))
     assert at.tolist() == [[2.0, 20.0]]
+
+
+def test_masked_bigru_equals_a_packed_bidirectional_gru_with_the_same_weights():
+    """Outputs (zero at padding) and gradients as torch's packed nn.GRU(bidirectional=True),
+    whose state dict (the layout of earlier checkpoints) loads into MaskedBiGRU."""
+    torch.manual_seed(3)
+    packed_gru = torch.nn.GRU(5, 4, batch_first=True, bidirectional=True)
+    mine = MaskedBiGRU(5, 4)
+    mine.load_state_dict({f"rnn.{k}": v for k, v in packed_gru.state_dict().items()})
+    lengths = torch.tensor([7, 3, 1, 5])
+    mask = torch.arange(7).expand(4, -1) < lengths.unsqueeze(1)
+    x = torch.randn(4, 7, 5) * mask.unsqueeze(-1)
+    x_ref, x_mine = x.clone().requires_grad_(), x.clone().requires_grad_()
+    packed = torch.nn.utils.rnn.pack_padded_sequence(
+        x_ref, lengths, batch_first=True, enforce_sorted=False
+    )
+    expected, _ = torch.nn.utils.rnn.pad_packed_sequence(
+        packed_gru(packed)[0], batch_first=True, total_length=7
+    )
+    got = mine(x_mine, mask)
+    torch.testing.assert_close(got, expected)
+    weights = torch.randn_like(expected)
+    (expected * weights).sum().backward()
+    (got * weights).sum().backward()
+    torch.testing.assert_close(x_mine.grad, x_ref.grad)
+    grads = {k: p.grad for k, p in packed_gru.named_parameters()}
+    for name, p in mine.named_parameters():
+        direction, param = name.split(".")
+        torch.testing.assert_close(
+            p.grad, grads[param + ("_reverse" if direction == "bwd" else "")]
+        )
+    # the same initial values as nn.GRU(bidirectional=True) under one seed
+    torch.manual_seed(5)
+    fresh_packed = torch.nn.GRU(5, 4, batch_first=True, bidirectional=True)
+    torch.manual_seed(5)
+    fresh = MaskedBiGRU(5, 4)
+    assert all(
+        torch.equal(
+            v, fresh.state_dict()[("bwd." + k[:-8]) if k.endswith("_reverse") else "fwd." + k]
+        )
+        for k, v in fresh_packed.state_dict().items()
+    )
 
 
 def test_graph_rows_of_the_graph_stage_feed_the_mage_reader():
