@@ -48,6 +48,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from models.sequences import reverse_padded
+
 ENCODERS = ("baseline", "lsl", "asl")
 DISTANCE_BUCKETS = 10  # 1, 2, 3, 4, 5-7, 8-15, 16-31, 32-63, 64+ (and 0, unused)
 SPEAKER_DIFFERENT, SPEAKER_SAME, SPEAKER_UNKNOWN = 0, 1, 2
@@ -305,16 +307,6 @@ class CharCNN(nn.Module):
         x = self.embedding(flat).transpose(1, 2)  # [N, dim, C]
         pooled = [torch.relu(conv(x)).max(dim=2).values for conv in self.convs]
         return torch.cat(pooled, dim=1).reshape(*shape[:-1], self.output_size)
-
-
-def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
-    """Reverse each row's first lengths[s] steps, leaving the padding in place ([S, L, ...])."""
-    steps = x.shape[1]
-    t = torch.arange(steps, device=x.device).unsqueeze(0)
-    n = lengths.to(x.device).unsqueeze(1)
-    index = torch.where(t < n, n - 1 - t, t)  # [S, L]
-    index = index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x)
-    return x.gather(1, index)
 
 
 def _run_lstm(

@@ -61,6 +61,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.mage import MODES, BiMAGEGRU, split_sizes
+from models.sequences import reverse_padded
 
 ENCODERS = ("gru", "mage")
 OUTPUTS = ("attention_sum", "classify")
@@ -172,15 +173,6 @@ def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
 
 
 # --------------------------------------------------------------------------- encoders
-
-
-def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
-    """Each right-padded sequence of x [B, L, ...] reversed within its length (padding stays at
-    the end); applying it twice gives x back."""
-    steps = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)
-    last = (lengths.to(x.device) - 1).unsqueeze(1)
-    index = torch.where(steps <= last, last - steps, steps)
-    return x.gather(1, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
 class MaskedBiGRU(nn.Module):

@@ -695,7 +695,8 @@ def mix_babi(
     for d in docs:
         task = min((i["task"] for i in by_doc.get(d["doc_id"], [])), default="")
         release = _release(d["doc_id"], task)
-        # stories of one release only (bAbI en with en, en-10k with en-10k)
+        # stories of one release only (bAbI en with en, en-10k with en-10k); no release part
+        # in the key when there is none, so such corpora keep their seeded pairing
         groups[(d["split"], task, release) if release else (d["split"], task)].append(d)
 
     out_docs: list[dict[str, Any]] = []
