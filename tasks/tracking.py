@@ -97,6 +97,19 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _store_lock(uri: str) -> contextlib.AbstractContextManager:
+    """An inter-process lock for the first touch of a sqlite store: MLflow creates and
+    migrates the database on first use, and two processes doing that at once (two training
+    lanes logging to one store) fail with "duplicate column"; creating the experiment is a
+    check-then-act race too. Server stores (http://...) serialize on their own."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return contextlib.nullcontext()
+    from filelock import FileLock
+
+    return FileLock(uri[len(prefix) :] + ".lock", timeout=600)
+
+
 @contextlib.contextmanager
 def tracked_run(
     paper: str,
@@ -112,10 +125,12 @@ def tracked_run(
 
     if paper not in EXPERIMENTS:
         raise KeyError(f"unknown paper '{paper}'; known: {sorted(EXPERIMENTS)}")
-    mlflow.set_tracking_uri(tracking_uri())
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
     name = EXPERIMENTS[paper]
-    if mlflow.get_experiment_by_name(name) is None:
-        mlflow.create_experiment(name, artifact_location=f"{artifact_root()}/{name}")
+    with _store_lock(uri):
+        if mlflow.get_experiment_by_name(name) is None:
+            mlflow.create_experiment(name, artifact_location=f"{artifact_root()}/{name}")
     mlflow.set_experiment(name)
     stage = os.environ.get("DVC_STAGE")
     run_name = f"{model}/{dataset}" + (f"/seed{seed}" if seed is not None else "")
