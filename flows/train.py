@@ -9,7 +9,10 @@ Writes artifacts/mage/<model>/<task>/seed<k>/{checkpoint.pt,history.json,metrics
 metrics/mage/<model>/<task>.json (the best-dev seed's dev/test numbers, Dhingra et al. §4.2);
 every seed is an MLflow run in the "dhingra-mage-gru" experiment with its learning curve.
 Without --seed, the seeds of params.yaml; with it, only that seed (the metrics file then
-summarizes that seed alone).
+summarizes that seed alone). Seeds trained apart (`--seed k` in parallel lanes, one per GPU)
+are summarized afterwards with `--collect`, which trains nothing:
+
+    python -m flows.train --model ga-mage16 --task qa2 --collect
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
     return stage.summarize(model, task, results)
 
 
+@flow(name="collect-mage-seeds")
+def collect_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
+    return stage.collect_seeds(model, task, seeds)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a key of train_mage.models in params.yaml")
@@ -36,8 +44,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--seed", type=int, default=None, help="one seed (default: train_mage.seeds)"
     )
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="train nothing: summarize the seeds' existing per-seed metrics (trained apart)",
+    )
     args = parser.parse_args(argv)
-    run_cli(train_mage, args.model, args.task, [args.seed] if args.seed is not None else None)
+    seeds = [args.seed] if args.seed is not None else None
+    run_cli(collect_mage if args.collect else train_mage, args.model, args.task, seeds)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ configuration is refused (CheckpointMismatchError names every differing key).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import math
 import time
@@ -59,6 +61,7 @@ log = logging.getLogger("corefrepro.train")
 
 CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
+SEED_METRICS = "metrics.json"
 PER_SEED_KEYS = ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s", "subsets")
 READERS = {"bigru": BiGRUReader, "ga": GAReader}
 MODEL_DEFAULTS: dict[str, Any] = {
@@ -613,8 +616,54 @@ def train_seed(
         model_name=model,
     )
     metrics["task"] = task
-    storage.write_json(Path(out_dir) / "metrics.json", _jsonable(metrics))
+    metrics["settings_fingerprint"] = settings_fingerprint(graphs, labels, model_cfg, train_cfg)
+    storage.write_json(Path(out_dir) / SEED_METRICS, _jsonable(metrics))
     return metrics
+
+
+# train settings that do not change what a seed learns (how fast, or how it logs)
+_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device")
+
+
+def settings_fingerprint(
+    graphs: str | Path, labels: Sequence[str], model_cfg: Mapping, train_cfg: Mapping
+) -> str:
+    """md5 of everything a seed's result depends on but the seed: the graph table's bytes,
+    the task labels, the model and train settings. Seeds trained apart (one per GPU, one per
+    lane) are summarized together only if their fingerprints agree with the current plan."""
+    digest = hashlib.md5()
+    with open(graphs, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    train = {k: v for k, v in train_cfg.items() if k not in _RUN_ONLY_KEYS}
+    settings = {"labels": list(labels), "model": dict(model_cfg), "train": train}
+    digest.update(json.dumps(_jsonable(settings), sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def collect_seeds(model: str, task: str, seeds: Sequence[int] | None = None) -> dict[str, Any]:
+    """The (model, task) metrics from seeds trained separately (`--seed k` runs, in parallel
+    lanes or on several GPUs), without training again: each seed's metrics.json must exist
+    and match the current settings (settings_fingerprint), else the error names the seed."""
+    results = []
+    for plan in seed_plan(model, task, seeds):
+        seed = plan["train_cfg"]["seed"]
+        path = Path(plan["out_dir"]) / SEED_METRICS
+        retrain = f"python -m flows.train --model {model} --task {task} --seed {seed}"
+        if not path.is_file():
+            raise CorefreproError(f"{model} {task} seed {seed}: no {path}; train it: {retrain}")
+        metrics = json.loads(path.read_text())
+        expected = settings_fingerprint(
+            plan["graphs"], plan["labels"], plan["model_cfg"], plan["train_cfg"]
+        )
+        if metrics.get("settings_fingerprint") != expected:
+            raise CorefreproError(
+                f"{model} {task} seed {seed}: {path} was trained under other settings or "
+                f"graphs than params.yaml names now (settings fingerprint differs); "
+                f"retrain it: {retrain}"
+            )
+        results.append(metrics)
+    return summarize(model, task, results)
 
 
 def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -656,12 +705,14 @@ __all__ = [
     "CheckpointMismatchError",
     "build_model",
     "checkpoint_config",
+    "collect_seeds",
     "evaluate",
     "load_checkpoint",
     "model_label",
     "restore",
     "save_checkpoint",
     "seed_plan",
+    "settings_fingerprint",
     "subset_metrics",
     "summarize",
     "train_and_evaluate",

@@ -274,6 +274,45 @@ def test_flow_writes_artifacts_and_dvc_metrics(graphs, syn1, tmp_path, monkeypat
     assert stop.value.code == 2
 
 
+def test_seeds_trained_apart_are_collected_without_training(graphs, syn1, tmp_path, monkeypatch):
+    """`--seed k` lanes, then `--collect`: the summary is the one the joint run would write,
+    and a seed that is missing or was trained under other settings is named, not used."""
+    import flows.train as flow
+
+    settings = {
+        "data": "synthetic-gold",
+        "model_defaults": TINY,
+        "models": {"bigru": {"encoder": "gru"}},
+        "seeds": [1, 2],
+        "train": {**FAST, "epochs": 1},
+    }
+    monkeypatch.setattr(tr, "settings", lambda: settings)
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
+    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
+    metrics_file = tmp_path / "metrics/mage/bigru/syn1.json"
+    joint = flow.train_mage("bigru", "syn1")  # seeds 1 and 2 in one run
+    flow.main(["--model", "bigru", "--task", "syn1", "--seed", "2"])  # a lane: seed 2 alone
+    assert set(json.loads(metrics_file.read_text())["per_seed"]) == {"2"}
+    monkeypatch.setattr(tr, "train_and_evaluate", None)  # collecting must not train
+    flow.main(["--model", "bigru", "--task", "syn1", "--collect"])
+    collected = json.loads(metrics_file.read_text())
+    same = ("selected_seed", "dev_acc", "test_acc", "test_error", "seeds", "best_epoch")
+    assert {k: collected[k] for k in same} == {k: joint[k] for k in same}  # seeded: equal
+    assert collected["test_error_mean"] == pytest.approx(joint["test_error_mean"], abs=1e-5)
+    for seed, row in joint["per_seed"].items():
+        assert collected["per_seed"][seed]["dev_acc"] == row["dev_acc"]
+        assert collected["per_seed"][seed]["test_acc"] == row["test_acc"]
+    # settings changed since seed 2 was trained: refused, with the command that retrains it
+    settings["train"] = {**FAST, "epochs": 2}
+    with pytest.raises(tr.CorefreproError, match=r"seed 1: .*other settings.*--seed 1"):
+        flow.collect_mage("bigru", "syn1")
+    settings["train"] = {**FAST, "epochs": 1, "threads": 2}  # run-only keys do not count
+    assert flow.collect_mage("bigru", "syn1")["seeds"] == 2
+    with pytest.raises(tr.CorefreproError, match=r"seed 3: no .*metrics.json.*--seed 3"):
+        flow.collect_mage("bigru", "syn1", [1, 3])
+
+
 def _untracked(fn):
     def call(*args, **kwargs):
         return fn(*args, **{**kwargs, "track": False})
