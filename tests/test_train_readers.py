@@ -236,10 +236,7 @@ def test_flow_writes_artifacts_and_dvc_metrics(graphs, syn1, tmp_path, monkeypat
         "seeds": [1, 2],
         "train": {**FAST, "epochs": 3},
     }
-    monkeypatch.setattr(tr, "settings", lambda: settings)
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
-    monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
+    _stage_in(tmp_path, settings, graphs, monkeypatch)
     out = flow.train_mage("bigru+mage8", "syn1-all")
     metrics = json.loads((tmp_path / "metrics/mage/bigru+mage8/syn1-all.json").read_text())
     assert metrics == json.loads(json.dumps(out, allow_nan=False))
@@ -286,10 +283,7 @@ def test_seeds_trained_apart_are_collected_without_training(graphs, syn1, tmp_pa
         "seeds": [1, 2],
         "train": {**FAST, "epochs": 1},
     }
-    monkeypatch.setattr(tr, "settings", lambda: settings)
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
-    monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
+    _stage_in(tmp_path, settings, graphs, monkeypatch)
     metrics_file = tmp_path / "metrics/mage/bigru/syn1.json"
     joint = flow.train_mage("bigru", "syn1")  # seeds 1 and 2 in one run
     flow.main(["--model", "bigru", "--task", "syn1", "--seed", "2"])  # a lane: seed 2 alone
@@ -311,6 +305,14 @@ def test_seeds_trained_apart_are_collected_without_training(graphs, syn1, tmp_pa
     assert flow.collect_mage("bigru", "syn1")["seeds"] == 2
     with pytest.raises(tr.CorefreproError, match=r"seed 3: no .*metrics.json.*--seed 3"):
         flow.collect_mage("bigru", "syn1", [1, 3])
+
+
+def _stage_in(tmp_path, settings, graphs, monkeypatch) -> None:
+    """The train_mage stage with these params.yaml settings, writing under tmp_path, untracked."""
+    monkeypatch.setattr(tr, "settings", lambda: settings)
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
+    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
 
 
 def _untracked(fn):
