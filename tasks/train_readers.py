@@ -55,6 +55,7 @@ from tasks.checkpoints import (
 )
 from tasks.config import params, resolve_path, with_defaults
 from tasks.errors import CorefreproError
+from tasks.fetch import sha256_of
 from tasks.reader_data import DATA_DEFAULTS, ReaderData, iterate_batches, load_reader_data
 
 log = logging.getLogger("corefrepro.train")
@@ -616,7 +617,9 @@ def train_seed(
         model_name=model,
     )
     metrics["task"] = task
-    metrics["settings_fingerprint"] = settings_fingerprint(graphs, labels, model_cfg, train_cfg)
+    metrics["settings_fingerprint"] = settings_fingerprint(
+        sha256_of(graphs), labels, model_cfg, train_cfg
+    )
     storage.write_json(Path(out_dir) / SEED_METRICS, _jsonable(metrics))
     return metrics
 
@@ -626,19 +629,16 @@ _RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device")
 
 
 def settings_fingerprint(
-    graphs: str | Path, labels: Sequence[str], model_cfg: Mapping, train_cfg: Mapping
+    graphs_sha256: str, labels: Sequence[str], model_cfg: Mapping, train_cfg: Mapping
 ) -> str:
-    """md5 of everything a seed's result depends on but the seed: the graph table's bytes,
-    the task labels, the model and train settings. Seeds trained apart (one per GPU, one per
-    lane) are summarized together only if their fingerprints agree with the current plan."""
-    digest = hashlib.md5()
-    with open(graphs, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    """sha256 of everything a seed's result depends on but the seed: the graph table's
+    content (its sha256), the task labels, the model and train settings. Seeds trained apart
+    (one per GPU, one per lane) are summarized together only if their fingerprints agree with
+    the current plan."""
     train = {k: v for k, v in train_cfg.items() if k not in _RUN_ONLY_KEYS}
-    settings = {"labels": list(labels), "model": dict(model_cfg), "train": train}
-    digest.update(json.dumps(_jsonable(settings), sort_keys=True).encode())
-    return digest.hexdigest()
+    settings = {"graphs": graphs_sha256, "labels": list(labels), "model": dict(model_cfg)}
+    settings["train"] = train
+    return hashlib.sha256(json.dumps(_jsonable(settings), sort_keys=True).encode()).hexdigest()
 
 
 def collect_seeds(model: str, task: str, seeds: Sequence[int] | None = None) -> dict[str, Any]:
@@ -646,6 +646,7 @@ def collect_seeds(model: str, task: str, seeds: Sequence[int] | None = None) -> 
     lanes or on several GPUs), without training again: each seed's metrics.json must exist
     and match the current settings (settings_fingerprint), else the error names the seed."""
     results = []
+    graph_hashes: dict[str, str] = {}  # one read of the (large) graph table, not one per seed
     for plan in seed_plan(model, task, seeds):
         seed = plan["train_cfg"]["seed"]
         path = Path(plan["out_dir"]) / SEED_METRICS
@@ -653,8 +654,10 @@ def collect_seeds(model: str, task: str, seeds: Sequence[int] | None = None) -> 
         if not path.is_file():
             raise CorefreproError(f"{model} {task} seed {seed}: no {path}; train it: {retrain}")
         metrics = json.loads(path.read_text())
+        if plan["graphs"] not in graph_hashes:
+            graph_hashes[plan["graphs"]] = sha256_of(plan["graphs"])
         expected = settings_fingerprint(
-            plan["graphs"], plan["labels"], plan["model_cfg"], plan["train_cfg"]
+            graph_hashes[plan["graphs"]], plan["labels"], plan["model_cfg"], plan["train_cfg"]
         )
         if metrics.get("settings_fingerprint") != expected:
             raise CorefreproError(
