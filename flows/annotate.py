@@ -18,7 +18,7 @@ import logging
 import time
 
 from flows.runtime import Runner, flow, run_cli, task
-from tasks import annotation_stage as stage
+from tasks.annotation import stage
 
 log = logging.getLogger("corefrepro.annotate")
 

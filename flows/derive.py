@@ -1,4 +1,4 @@
-"""Stage `derive`: a corpus made from another normalized corpus (tasks/derive.py).
+"""Stage `derive`: a corpus made from another normalized corpus (tasks/graphs/derive.py).
 
     python -m flows.derive --corpus synthetic-mix
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 
 from flows.runtime import flow, run_cli, task
-from tasks import derive, storage
-from tasks.config import resolve_path
+from tasks.core import storage
+from tasks.core.config import resolve_path
+from tasks.graphs import derive
 
 derive_task = task(derive.derive_corpus, name="derive-corpus")
 

@@ -12,8 +12,10 @@ import argparse
 import logging
 
 from flows.runtime import Runner, flow, run_cli, task
-from tasks import corpora, fetch, ingest, storage
-from tasks.config import mirror_setting, resolve_path
+from tasks import corpora
+from tasks.core import fetch, storage
+from tasks.core.config import mirror_setting, resolve_path
+from tasks.corpora import ingest
 
 log = logging.getLogger("corefrepro.download")
 

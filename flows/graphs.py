@@ -1,9 +1,8 @@
-"""Stage `graphs`: one annotation run -> data/graphs/<run>/{graphs,entitynlm,corelm}.parquet.
+"""Stage `graphs`: one annotation run -> data/graphs/<run>/graphs.parquet (MAGE DAGs).
 
     python -m flows.graphs --run synthetic-gold
 
-MAGE DAGs (Dhingra et al. §3.1-3.3, chain-decomposed), EntityNLM R/E/L (Ji et al. §2) and
-CoreLM entity-id streams (Stylianou & Vlahavas §4.1), all from the same annotation.
+Dhingra et al. §3.1-3.3: typed-edge graphs, decomposed into forward/backward DAGs per chain.
 """
 
 from __future__ import annotations
@@ -11,14 +10,14 @@ from __future__ import annotations
 import argparse
 
 from flows.runtime import flow, run_cli, task
-from tasks import graph_stage
+from tasks.graphs import stage
 
-build_run = task(graph_stage.build_run, name="build-graphs-and-views")
+build = task(stage.build_mage_graphs, name="graphs")
 
 
 @flow(name="graphs")
 def graphs(run: str) -> dict:
-    return build_run(run)
+    return build(run)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,8 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--run", required=True, help="a key of annotate.runs or annotate.model_runs in params.yaml"
     )
-    args = parser.parse_args(argv)
-    run_cli(graphs, args.run)
+    run_cli(graphs, parser.parse_args(argv).run)
 
 
 if __name__ == "__main__":

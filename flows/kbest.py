@@ -4,8 +4,8 @@
 
 params.yaml kbest names the checkpoint (artifacts/coref/<encoder>/seed<seed>/best.pt, written
 by train_coref), k (Ji et al. 2017 §5.2: 100) and the splits; data/docs/<corpus>/ is read and
-data/kbest/<corpus>/kbest.parquet (tasks/schema.py KBEST) + metrics/kbest/<corpus>.json are
-written. The heuristic and the table are tasks/kbest.py's.
+data/kbest/<corpus>/kbest.parquet (tasks/core/schema.py KBEST) + metrics/kbest/<corpus>.json are
+written. The heuristic and the table are models/coref/kbest.py's.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from flows.runtime import flow, run_cli, task
-from tasks import kbest as stage
+from models.coref import kbest as stage
 
 export_corpus = task(stage.export_corpus, name="kbest-export")
 

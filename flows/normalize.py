@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 
 from flows.runtime import flow, run_cli, task
-from tasks import corpora, ingest
+from tasks import corpora
+from tasks.corpora import ingest
 
 normalize_task = task(ingest.normalize_corpus, name="normalize-corpus")
 

@@ -3,7 +3,7 @@
     python -m flows.report
 
 Reads metrics/mage/<model>/<task>.json and metrics/coref/<encoder>.json (the training stages'
-DVC metrics) and tasks/paper_results.yaml (the papers' numbers and the model/task mapping);
+DVC metrics) and tasks/report/paper_results.yaml (the papers' numbers and the model/task mapping);
 paths in params.yaml `report`. Missing metrics give "—" cells. Deterministic output.
 """
 
@@ -13,7 +13,7 @@ import argparse
 import logging
 
 from flows.runtime import flow, run_cli
-from tasks import report as stage
+from tasks.report import tables as stage
 
 log = logging.getLogger("corefrepro.report")
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from flows.runtime import Runner, flow, run_cli, task
-from tasks.config import REPO_ROOT
+from tasks.core.config import REPO_ROOT
 
 log = logging.getLogger("corefrepro.reproduce")
 

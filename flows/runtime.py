@@ -279,10 +279,10 @@ def flow(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 def run_cli(entry: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run a stage from its command line: a pipeline error ends it with one clear line.
 
-    Errors the pipeline raises on purpose (tasks.errors) name the file, line or setting to fix;
+    Errors the pipeline raises on purpose (tasks.core.errors) name the file, line or setting to fix;
     a traceback would only bury that line. Anything else is a bug and keeps its traceback.
     """
-    from tasks.errors import CorefreproError
+    from tasks.core.errors import CorefreproError
 
     try:
         return entry(*args, **kwargs)

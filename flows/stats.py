@@ -12,9 +12,11 @@ import csv
 import io
 
 from flows.runtime import flow, run_cli, task
-from tasks import corpora, ingest, storage
-from tasks.config import resolve_path
-from tasks.tracking import tracked_run
+from tasks import corpora
+from tasks.core import storage
+from tasks.core.config import resolve_path
+from tasks.core.tracking import tracked_run
+from tasks.corpora import ingest
 
 
 @task(name="corpus-stats")

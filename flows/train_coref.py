@@ -4,7 +4,7 @@
 
 params.yaml train_coref names the corpora (GUM + LitBank by default; data/docs/<corpus>/),
 the shared model settings, each encoder's overrides, the training settings and the seeds.
-Each seed trains the E2E model (tasks/train_coref.py) with dev-CoNLL-F1 model selection and
+Each seed trains the E2E model (models/coref/train.py) with dev-CoNLL-F1 model selection and
 writes artifacts/coref/<encoder>/seed<k>/{best.pt,last.pt,curve.json,metrics.json}, one
 MLflow run (experiment "coref"); metrics/coref/<encoder>.json summarizes the seeds run.
 """
@@ -15,9 +15,9 @@ import argparse
 import logging
 
 from flows.runtime import flow, run_cli, task
-from tasks import train_coref as stage
-from tasks.coref_data import load_splits
-from tasks.storage import write_json
+from models.coref import train as stage
+from models.coref.data import load_splits
+from tasks.core.storage import write_json
 
 log = logging.getLogger("corefrepro.train_coref")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from tasks.errors import CorefreproError
+from tasks.core.errors import CorefreproError
 
 # name -> module under tasks.corpora (shared parsers live in conll.py, wikitext.py)
 REGISTRY: dict[str, str] = {

@@ -26,10 +26,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError
+from tasks.core.fetch import Source
 from tasks.corpora.base import Normalized, carve_dev
 from tasks.corpora.conll import document_row, mention_rows, parse_conllu, single_document
-from tasks.errors import CorefreproError
-from tasks.fetch import Source
 
 NAME = "amalgum"
 # who made these mentions: AMALGUM's coreference system, not human annotators

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError, DataError, MissingSourceError
+from tasks.core.fetch import Archive, Source
 from tasks.corpora.base import (
     Normalized,
     carve_dev,
@@ -41,8 +43,6 @@ from tasks.corpora.base import (
     join_sentences,
     read_lines,
 )
-from tasks.errors import CorefreproError, DataError, MissingSourceError
-from tasks.fetch import Archive, Source
 
 NAME = "babi"
 MIRROR_DIR = "babi"

@@ -5,7 +5,7 @@ A corpus module (tasks/corpora/<name>.py) defines at module level:
     NAME: str          registry key, also data/raw/<NAME>/ and data/docs/<NAME>/
     MIRROR_DIR: str    its folder inside a mirror (../shared/data/<MIRROR_DIR>/...)
     LICENSE: str       one line: the license and where it is stated
-    def sources(cfg: dict) -> list[Source]             files to fetch (tasks.fetch.Source)
+    def sources(cfg: dict) -> list[Source]             files to fetch (tasks.core.fetch.Source)
     def normalize(raw_dir: Path, cfg: dict) -> Normalized
 and optionally
     def generate(raw_dir: Path, cfg: dict) -> None     corpora the project makes itself;
@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import CorefreproError, DataError
-from tasks.fetch import Source
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.fetch import Source
 
 
 @dataclass
 class Normalized:
-    """Rows of the three tables of tasks/schema.py (items/mentions may stay empty)."""
+    """Rows of the three tables of tasks/core/schema.py (items/mentions may stay empty)."""
 
     documents: list[dict[str, Any]]
     items: list[dict[str, Any]] = field(default_factory=list)
@@ -116,7 +116,7 @@ def document_row(
     genre: str | None = None,
     speakers: list[str] | None = None,
 ) -> dict[str, Any]:
-    """A row of tasks/schema.py DOCUMENTS (the lists are used as given, not copied)."""
+    """A row of tasks/core/schema.py DOCUMENTS (the lists are used as given, not copied)."""
     return {
         "doc_id": doc_id,
         "split": split,
@@ -139,7 +139,7 @@ def item_row(
     candidates: list[str] | None = None,
     supporting: list[int] | None = None,
 ) -> dict[str, Any]:
-    """A row of tasks/schema.py ITEMS."""
+    """A row of tasks/core/schema.py ITEMS."""
     return {
         "item_id": item_id,
         "doc_id": doc_id,

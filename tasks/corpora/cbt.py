@@ -35,9 +35,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError, DataError, MissingSourceError
+from tasks.core.fetch import Archive, Source
 from tasks.corpora.base import Normalized, document_row, item_row, join_sentences, read_lines
-from tasks.errors import CorefreproError, DataError, MissingSourceError
-from tasks.fetch import Archive, Source
 
 NAME = "cbt"
 MIRROR_DIR = "cbt"

@@ -31,6 +31,8 @@ import zlib
 from pathlib import Path
 from typing import IO, Any
 
+from tasks.core.errors import CorefreproError, DataError, MissingSourceError
+from tasks.core.fetch import Source
 from tasks.corpora.base import (
     Normalized,
     document_row,
@@ -38,8 +40,6 @@ from tasks.corpora.base import (
     item_row,
     punct_sentence_starts,
 )
-from tasks.errors import CorefreproError, DataError, MissingSourceError
-from tasks.fetch import Source
 
 NAME = "cnn"
 MIRROR_DIR = "cnn"

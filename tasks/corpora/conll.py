@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import DataError
 from tasks.corpora import base
 from tasks.corpora.base import read_lines
-from tasks.errors import DataError
 
 log = logging.getLogger("corefrepro.conll")
 
@@ -442,7 +442,7 @@ def mention_rows(
     key: Callable[[str], Any] | None = None,
     annotator: str = "gold",
 ) -> list[dict[str, Any]]:
-    """Rows for tasks/schema.py MENTIONS, sorted by (start, end, cluster), one per distinct span+cluster."""
+    """Rows for tasks/core/schema.py MENTIONS, sorted by (start, end, cluster), one per distinct span+cluster."""
     ids = cluster_ids(doc.mentions, key)
     spans = {(s, e, ids[key(label) if key else label]) for s, e, label in doc.mentions}
     return [
@@ -459,7 +459,7 @@ def document_row(
     genre: str | None,
     sentence_starts: list[int] | None = None,
 ) -> dict[str, Any]:
-    """A row for tasks/schema.py DOCUMENTS from a parsed document (its own sentence starts
+    """A row for tasks/core/schema.py DOCUMENTS from a parsed document (its own sentence starts
     unless others are given)."""
     starts = sentence_starts if sentence_starts is not None else doc.sentence_starts
     return base.document_row(doc_id, split, doc.tokens, starts, genre=genre, speakers=doc.speakers)

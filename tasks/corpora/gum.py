@@ -33,6 +33,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError
+from tasks.core.fetch import Source
 from tasks.corpora.base import (
     Normalized,
     absent_note,
@@ -42,8 +44,6 @@ from tasks.corpora.base import (
     read_file_table,
 )
 from tasks.corpora.conll import document_row, mention_rows, parse_conll, single_document
-from tasks.errors import CorefreproError
-from tasks.fetch import Source
 
 NAME = "gum"
 MIRROR_DIR = "gum_coref"

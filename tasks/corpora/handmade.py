@@ -21,10 +21,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.fetch import Source
 from tasks.corpora.base import Normalized
 from tasks.corpora.conll import document_row, mention_rows, parse_conll
-from tasks.errors import CorefreproError, DataError
-from tasks.fetch import Source
 
 NAME = "handmade"
 MIRROR_DIR = "handmade"  # never in a mirror: generate() copies the shipped files

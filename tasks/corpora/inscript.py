@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import DataError, MissingSourceError
+from tasks.core.fetch import Source
 from tasks.corpora.base import Normalized, document_row
-from tasks.errors import DataError, MissingSourceError
-from tasks.fetch import Source
 
 NAME = "inscript"
 MIRROR_DIR = "inscript"

@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tasks.core.errors import DataError, MissingSourceError
+from tasks.core.fetch import Archive, Source
 from tasks.corpora.base import (
     Normalized,
     document_row,
@@ -43,8 +45,6 @@ from tasks.corpora.base import (
     read_lines,
     stable_fraction,
 )
-from tasks.errors import DataError, MissingSourceError
-from tasks.fetch import Archive, Source
 
 NAME = "lambada"
 MIRROR_DIR = "lambada"

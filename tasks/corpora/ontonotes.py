@@ -21,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError, DataError, MissingSourceError
+from tasks.core.fetch import Source
 from tasks.corpora.base import Normalized
 from tasks.corpora.conll import document_row, mention_rows, parse_conll
-from tasks.errors import CorefreproError, DataError, MissingSourceError
-from tasks.fetch import Source
 
 NAME = "ontonotes"
 MIRROR_DIR = "ontonotes"  # never in a mirror: LDC license
@@ -63,7 +63,7 @@ def sources(cfg: dict[str, Any] | None = None) -> list[Source]:
             "(the *_gold_conll files built from OntoNotes Release 5.0, LDC2013T19). The data is licensed "
             "by the LDC (https://catalog.ldc.upenn.edu/LDC2013T19) and is never downloaded by corefrepro."
         )
-    from tasks.config import resolve_path
+    from tasks.core.config import resolve_path
 
     root = resolve_path(value)
     if not root.is_dir():

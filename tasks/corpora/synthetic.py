@@ -45,6 +45,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.storage import write_text
 from tasks.corpora.base import (
     Normalized,
     document_row,
@@ -53,8 +55,6 @@ from tasks.corpora.base import (
     read_lines,
     seeded_rng,
 )
-from tasks.errors import CorefreproError, DataError
-from tasks.storage import write_text
 
 log = logging.getLogger("corefrepro.synthetic")
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.core.errors import CorefreproError, DataError, MissingSourceError
+from tasks.core.fetch import Archive, Source
 from tasks.corpora.base import Normalized, document_row, punct_sentence_starts, read_lines
-from tasks.errors import CorefreproError, DataError, MissingSourceError
-from tasks.fetch import Archive, Source
 
 EOS = "<eos>"
 SPLIT_OF = {"train": "train", "valid": "dev", "test": "test"}

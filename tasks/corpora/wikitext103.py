@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tasks.core.fetch import Source
 from tasks.corpora import wikitext
 from tasks.corpora.base import Normalized
-from tasks.fetch import Source
 
 NAME = "wikitext103"
 MIRROR_DIR = "wikitext103"

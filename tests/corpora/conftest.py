@@ -11,10 +11,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from tasks.core.fetch import fetch_source
+from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
+from tasks.core.storage import to_table
 from tasks.corpora.base import Normalized
-from tasks.fetch import fetch_source
-from tasks.schema import DOCUMENTS, ITEMS, MENTIONS
-from tasks.storage import to_table
 
 
 def fetch_all(

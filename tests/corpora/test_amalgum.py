@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.corpora import amalgum
-from tasks.errors import CorefreproError, DataError
-from tasks.storage import check_mentions_in_range, to_table
 
 # Hand-made, in the layout of amalgum/<genre>/dep/*.conllu (text invented for the test).
 TINY = """# newdoc id = AMALGUM_{genre}_{x}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import CorefreproError, DataError, MissingSourceError
+from tasks.core.fetch import fetch_source
+from tasks.core.storage import to_table
 from tasks.corpora import babi
-from tasks.errors import CorefreproError, DataError, MissingSourceError
-from tasks.fetch import fetch_source
-from tasks.storage import to_table
 from tests.corpora.conftest import fetch_and_normalize
 
 # Stories per training file as published by HuggingFace datasets (babi_qa README.md,

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.schema import DOCUMENTS, ITEMS
+from tasks.core.storage import to_table
 from tasks.corpora import cbt
-from tasks.errors import CorefreproError, DataError
-from tasks.schema import DOCUMENTS, ITEMS
-from tasks.storage import to_table
 from tests.corpora.conftest import fetch_and_normalize
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import DataError, MissingSourceError
+from tasks.core.fetch import fetch_source
+from tasks.core.storage import to_table
 from tasks.corpora import cnn
-from tasks.errors import DataError, MissingSourceError
-from tasks.fetch import fetch_source
-from tasks.storage import to_table
 
 
 def question(
@@ -221,7 +221,7 @@ def test_fetch_without_mirror_or_network_names_file_and_setting(tmp_path: Path):
 
 def test_fetch_from_a_mirror_checks_the_pinned_hash(tmp_path: Path):
     """A mirror copy that is not the published archive is refused, not used."""
-    from tasks.errors import ChecksumError
+    from tasks.core.errors import ChecksumError
 
     make_tgz(tmp_path / "mirror" / cnn.MIRROR_DIR / cnn.ARCHIVE, GOOD)
     (src,) = cnn.sources({})

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import DataError
 from tasks.corpora.conll import (
     ConllDocument,
     cluster_ids,
@@ -16,7 +17,6 @@ from tasks.corpora.conll import (
     parse_conllu,
     parse_coref_field,
 )
-from tasks.errors import DataError
 from tests.conftest import mirror_dir
 
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
+from tasks.core.errors import DataError
+from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.corpora import gum
-from tasks.errors import DataError
-from tasks.storage import check_mentions_in_range, to_table
 from tests.corpora.conftest import fetch_and_normalize
 
 MANIFEST_DOCS = 253

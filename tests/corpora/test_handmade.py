@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.corpora import handmade
 from tasks.corpora.conll import parse_conll
-from tasks.errors import CorefreproError, DataError
-from tasks.storage import check_mentions_in_range, to_table
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import DataError, MissingSourceError
+from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.corpora import inscript
-from tasks.errors import DataError, MissingSourceError
-from tasks.storage import check_mentions_in_range, to_table
 from tests.corpora.conftest import fetch_and_normalize
 
 # ----------------------------------------------------------------------------- declaration

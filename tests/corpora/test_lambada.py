@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import DataError
+from tasks.core.schema import DOCUMENTS
+from tasks.core.storage import to_table
 from tasks.corpora import lambada
 from tasks.corpora.base import punct_sentence_starts
-from tasks.errors import DataError
-from tasks.schema import DOCUMENTS
-from tasks.storage import to_table
 from tests.corpora.conftest import fetch_and_normalize
 
 

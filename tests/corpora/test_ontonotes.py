@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import DataError, MissingSourceError
+from tasks.core.fetch import fetch_source
+from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.corpora import ontonotes
-from tasks.errors import DataError, MissingSourceError
-from tasks.fetch import fetch_source
-from tasks.storage import check_mentions_in_range, to_table
 
 # A hand-written file in the *_gold_conll layout (text invented for the test): two parts,
 # speakers in column 9, a variable number of predicate-argument columns per sentence.

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import CorefreproError, DataError
+from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
+from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.corpora import synthetic
-from tasks.errors import CorefreproError, DataError
-from tasks.schema import DOCUMENTS, ITEMS, MENTIONS
-from tasks.storage import check_mentions_in_range, to_table
 
 # the checker's own word lists (deliberately not imported from the generator)
 MOVE = {("went",), ("moved",), ("journeyed",), ("travelled",), ("went", "back")}

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.core.errors import DataError, MissingSourceError
+from tasks.core.schema import DOCUMENTS
+from tasks.core.storage import to_table
 from tasks.corpora import wikitext, wikitext2, wikitext103
-from tasks.errors import DataError, MissingSourceError
-from tasks.schema import DOCUMENTS
-from tasks.storage import to_table
 from tests.corpora.conftest import fetch_all
 
 VALID_LINES = 3760  # MANIFEST: wiki.valid.tokens 3760 lines, 217,646 tokens incl. <eos>

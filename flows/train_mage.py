@@ -1,0 +1,58 @@
+"""Stage `train_mage`: train and evaluate one MAGE-paper reader on one task, every seed.
+
+    python -m flows.train_mage --model bigru+mage16 --task syn1 [--seed 3]
+
+params.yaml train_mage names the graph run (data), the model settings (models.<name>), the
+training settings (train, with per-task overrides in task_settings) and the seeds; a task is
+a task label of the graph table, or a name of task_groups (several labels trained jointly).
+Writes artifacts/mage/<model>/<task>/seed<k>/{checkpoint.pt,history.json,metrics.json} and
+metrics/mage/<model>/<task>.json (the best-dev seed's dev/test numbers, Dhingra et al. §4.2);
+every seed is an MLflow run in the "dhingra-mage-gru" experiment with its learning curve.
+Without --seed, the seeds of params.yaml; with it, only that seed (the metrics file then
+summarizes that seed alone). Seeds trained apart (`--seed k` in parallel lanes, one per GPU)
+are summarized afterwards with `--collect`, which trains nothing:
+
+    python -m flows.train_mage --model ga-mage16 --task qa2 --collect
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from flows.runtime import Runner, flow, run_cli, task
+from models.mage import train as stage
+
+# one seed after the other: training already uses every core it is given
+train_seed = task(stage.train_seed, name="train-reader")
+
+
+@flow(name="train-mage", runner=Runner("threads", 1))
+def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
+    results = [train_seed(**kwargs) for kwargs in stage.seed_plan(model, task, seeds)]
+    return stage.summarize(model, task, results)
+
+
+@flow(name="collect-mage-seeds")
+def collect_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
+    return stage.collect_seeds(model, task, seeds)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="a key of train_mage.models in params.yaml")
+    parser.add_argument("--task", required=True, help="a task label (e.g. qa2) or task_groups key")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="one seed (default: train_mage.seeds)"
+    )
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="train nothing: summarize the seeds' existing per-seed metrics (trained apart)",
+    )
+    args = parser.parse_args(argv)
+    seeds = [args.seed] if args.seed is not None else None
+    run_cli(collect_mage if args.collect else train_mage, args.model, args.task, seeds)
+
+
+if __name__ == "__main__":
+    main()

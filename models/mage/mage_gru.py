@@ -1,0 +1,339 @@
+"""MAGE-GRU: a GRU over a sequence whose typed edges are split into forward/backward DAGs.
+
+Dhingra, Yang, Cohen & Salakhutdinov, "Linguistic Knowledge as Memory for Recurrent Neural
+Networks" (papers/004), §3:
+
+- §3.1: a sequence plus typed edges (sequential, coreference, ...) becomes, with inverse
+  edges, a cyclic graph; splitting by direction gives a forward and a backward DAG whose
+  topological order is the sequence itself (tasks/graphs/dags.py builds them).
+- §3.2, Eq. 1-3: a separate hidden state h^e_t per edge type e (sizes d_e, e.g. 240
+  sequential + 16 coreference = 256), updated from the states of all incoming edges; the output
+  is their concatenation h_t = h^{e_1}_t || ... || h^{e_|E|}_t (Eq. 3).
+- §3.2, Eq. 4: where every token has at most one incoming edge per type (chains), the per-type
+  updates combine into ONE GRU update whose recurrent state is g_t = g^{e_1}_t || ... ||
+  g^{e_|E|}_t, with g^e_t the type-e slice of the type-e predecessor's output (zero if none).
+
+Input contract: for each edge type, the index of each token's predecessor (-1 = none), as in
+the GRAPHS table (tasks/core/schema.py); the forward DAG's predecessors lie before a token, the
+backward DAG's after it (the sequential one is t-1 resp. t+1).
+
+Implementation: the outputs of all previous steps are the memory M_t = [h_0; ...; h_{t-1}]
+(§3.2, "the collection of all previous output representations ... can be viewed as the
+memory"), a preallocated [T + 1, B, H] tensor whose row 0 is the zero state. Each step reads
+g_t for all edge types with ONE gather (a per-dimension row index: the dimensions of edge type e
+read the row of e's predecessor) and runs one GRU-cell update. A custom autograd Function owns
+the loop: its forward writes each h_t in place into the memory, its backward walks the steps
+in reverse and scatters each step's gradient into the rows it read. Autograd through in-place
+writes into one big memory would copy the whole memory's gradient at every step.
+
+Parameterization as torch.nn.GRU (gates ordered r, z, n; a hidden-side bias b_hn inside the
+reset gate; h_t = (1 - z) * n + z * g, i.e. the paper's z is torch's 1 - z), so that with only
+sequential edges a MAGEGRU is exactly an nn.GRU with the same weights; Eq. 4 is the case b_hn = 0.
+The interpolation term: Eq. 4 prints h_{t-1}, but says the updates are "the usual GRU updates,
+but with the recurrent state replaced by g_t"; the authors' code (bdhingra/coref-gru,
+model/tflayers.py, CorefGRU._gru_cell: ``h = (1.-z)*prev + z*ht`` with prev the gathered
+memory) interpolates with g_t, and so do we.
+
+Variants (Table 1):
+- mode="split" (MAGE): Eq. 4 as above; edge_sizes gives d_e per type.
+- mode="shared" ("MAGE (shared)", outputs shared for all edge types): no split; every edge type
+  carries the full h_{t'} of its predecessor, g_t stacks them (size |E| * H) with typed
+  parameters U^{e'} as in Eq. 2; the interpolation term, which the paper does not spell out for
+  this variant, is the mean of the present predecessors' states (= h_{t-1} with only
+  sequential edges, so the variant reduces to a GRU).
+- mode="dagrnn" (DAG-RNN, Shuai et al. 2016, "GA + DAG-RNN"): untyped; the predecessors' states
+  are combined into one vector and fed as the recurrent state. Shuai et al. sum the
+  predecessors (h = f(U x + sum_j W h_j + b)) in a plain RNN; inside a GRU's interpolation a sum
+  would grow the state at every merge, so we average them (the same at single predecessors).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
+
+MODES = ("split", "shared", "dagrnn")
+
+
+def split_sizes(hidden_size: int, coref_size: int, num_edge_types: int = 2) -> tuple[int, ...]:
+    """Per-edge-type state sizes with the total fixed (§4.2: "We keep the total hidden state
+    size ... fixed for all models at 256, but for MAGE models part of this is allocated to
+    sequential edges and part of it is allocated to coreference edges"): the first type
+    (sequential) gets the rest, every other type coref_size, e.g. 256, 16 -> (240, 16)."""
+    rest = hidden_size - coref_size * (num_edge_types - 1)
+    if coref_size <= 0 or rest <= 0:
+        raise ValueError(
+            f"cannot split hidden size {hidden_size} into {num_edge_types} edge types with "
+            f"{coref_size} dimensions for each non-sequential type"
+        )
+    return (rest,) + (coref_size,) * (num_edge_types - 1)
+
+
+# --------------------------------------------------------------------------- the recurrence
+
+
+class _ChainGRU(torch.autograd.Function):
+    """The GRU-cell loop of Eq. 4 over memory rows, with a hand-written backward.
+
+    Shapes (time-major, in processing order): gates_x [T, B, 3H] = W x_t + b_ih for all steps
+    (computed outside, one matmul); weight_hh [3H, K], bias_hh [3H]; K = H (split, dagrnn) or
+    |E| * H (shared).
+    split:  read [T, B, H] long, the memory row each hidden dimension reads at step t
+            (0 = zero state, t' + 1 = output of step t'); mix unused.
+    shared, dagrnn: read [T, B * E] long, flat rows (row * B + b) of the memory viewed as
+            [(T + 1) * B, H], one per edge type; mix [T, B, E] the mean's weights
+            (1 / number of present predecessors, 0 for absent ones).
+    Returns the outputs [T, B, H].
+    """
+
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+    def forward(ctx, gates_x, weight_hh, bias_hh, read, mix, mode):
+        steps, batch, three_h = gates_x.shape
+        h = three_h // 3
+        memory = gates_x.new_zeros(steps + 1, batch, h)  # row 0: the zero state
+        flat_memory = memory.view(-1, h)
+        k = weight_hh.shape[1]
+        g_hh = gates_x.new_empty(steps, batch, k)  # recurrent input of each step
+        # interpolation term; the same tensor as g_hh except in shared mode
+        g_mix = g_hh if mode != "shared" else gates_x.new_empty(steps, batch, h)
+        gh = gates_x.new_empty(steps, batch, three_h)  # U g + b_hh
+        rz = gates_x.new_empty(steps, batch, 2 * h)  # reset and update gates
+        n = gates_x.new_empty(steps, batch, h)  # candidate state
+        u_t = weight_hh.t()
+        for t in range(steps):
+            if mode == "split":
+                # Eq. 4: g_t = g^{e_1}_t || ... ; one gather over the memory's time axis
+                torch.gather(memory, 0, read[t : t + 1], out=g_hh[t : t + 1])
+            else:
+                rows = flat_memory.index_select(0, read[t]).view(batch, -1, h)  # [B, E, H]
+                if mode == "shared":
+                    # Eq. 2's sum over e' of U^{e'} h_{t'_{e'}} is U times the stacked states
+                    g_hh[t] = rows.view(batch, k)
+                    torch.sum(rows * mix[t].unsqueeze(-1), 1, out=g_mix[t])
+                else:
+                    torch.sum(rows * mix[t].unsqueeze(-1), 1, out=g_hh[t])
+            torch.addmm(bias_hh, g_hh[t], u_t, out=gh[t])
+            # r, z = sigmoid(W_{r,z} x + U_{r,z} g + b)
+            torch.add(gates_x[t, :, : 2 * h], gh[t, :, : 2 * h], out=rz[t]).sigmoid_()
+            # n = tanh(W_n x + b_in + r * (U_n g + b_hn))
+            torch.addcmul(gates_x[t, :, 2 * h :], rz[t, :, :h], gh[t, :, 2 * h :], out=n[t])
+            n[t].tanh_()
+            # h_t = (1 - z) * n + z * g  =  n + z * (g - n), written into memory row t + 1
+            torch.addcmul(n[t], rz[t, :, h:], g_mix[t] - n[t], out=memory[t + 1])
+        ctx.mode = mode
+        ctx.save_for_backward(weight_hh, read, mix, g_hh, g_mix, gh, rz, n)
+        return memory[1:]
+
+    @staticmethod
+    @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
+    def backward(ctx, grad_out):
+        weight_hh, read, mix, g_hh, g_mix, gh, rz, n = ctx.saved_tensors
+        mode = ctx.mode
+        steps, batch, h = n.shape
+        r, z = rz[..., :h], rz[..., h:]
+        # Factors of the local derivatives, for all steps at once (none depends on dh_t):
+        # dn_pre = dh * (1 - z) * (1 - n^2); dz_pre = dh * (g - n) * z (1 - z);
+        # dr_pre = dn_pre * (U_n g + b_hn) * r (1 - r); dg (direct) = dh * z.
+        f_n = (1 - z).mul_(1 - n * n)
+        f_z = (g_mix - n).mul_(z).mul_(1 - z)
+        f_r = (1 - r).mul_(r).mul_(gh[..., 2 * h :])
+        # gradient of every memory row: the loss's, plus (below) that of the steps reading it
+        grad_memory = torch.cat([grad_out.new_zeros(1, batch, h), grad_out])
+        flat_grad_memory = grad_memory.view(-1, h)
+        d_gh = grad_out.new_empty(steps, batch, 3 * h)  # d(U g + b_hh)
+        d_n_pre = grad_out.new_empty(steps, batch, h)
+        for t in range(steps - 1, -1, -1):
+            dh = grad_memory[t + 1]  # complete: every reader of h_t comes later
+            torch.mul(dh, f_n[t], out=d_n_pre[t])
+            torch.mul(d_n_pre[t], f_r[t], out=d_gh[t, :, :h])
+            torch.mul(dh, f_z[t], out=d_gh[t, :, h : 2 * h])
+            torch.mul(d_n_pre[t], r[t], out=d_gh[t, :, 2 * h :])
+            if mode == "shared":
+                d_rows = (d_gh[t] @ weight_hh).view(batch, -1, h)
+                d_rows.add_((dh * z[t]).unsqueeze(1) * mix[t].unsqueeze(-1))
+                flat_grad_memory.index_add_(0, read[t], d_rows.view(-1, h))
+                continue
+            d_g = torch.addmm(dh * z[t], d_gh[t], weight_hh)  # dh z + dgh U: d g_t
+            if mode == "split":
+                grad_memory.scatter_add_(0, read[t : t + 1], d_g.unsqueeze(0))
+            else:  # dagrnn: g_t is the weighted mean of the rows read
+                d_rows = d_g.unsqueeze(1) * mix[t].unsqueeze(-1)
+                flat_grad_memory.index_add_(0, read[t], d_rows.view(-1, h))
+        d_weight_hh = d_gh.view(-1, 3 * h).t() @ g_hh.view(steps * batch, -1)
+        d_bias_hh = d_gh.sum((0, 1))
+        d_gates_x = torch.cat([d_gh[..., : 2 * h], d_n_pre], dim=-1)
+        return d_gates_x, d_weight_hh, d_bias_hh, None, None, None
+
+
+# --------------------------------------------------------------------------- layers
+
+
+class MAGEGRU(nn.Module):
+    """One direction of MAGE-GRU over a batch of chain-decomposed DAGs (§3.2).
+
+    forward(x [B, T, D], preds [B, E, T] long, mask [B, T] bool | None) -> [B, T, H].
+    preds[b, e, t] is the index of token t's type-e predecessor (-1 = none); it must lie before
+    t (after t when reverse=True, which processes the sequence from its end: the backward DAG).
+    Predecessors that are padding (mask False) are ignored, and padding positions output zeros,
+    so right padding never changes the outputs of real tokens.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_edge_types: int = 2,
+        *,
+        edge_sizes: Sequence[int] | None = None,
+        mode: str = "split",
+        reverse: bool = False,
+    ) -> None:
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if num_edge_types < 1:
+            raise ValueError("at least one edge type is needed")
+        if mode == "split":
+            if edge_sizes is None:
+                if hidden_size % num_edge_types:
+                    raise ValueError(
+                        f"hidden size {hidden_size} does not split evenly into {num_edge_types} "
+                        "edge types; pass edge_sizes (see split_sizes)"
+                    )
+                edge_sizes = (hidden_size // num_edge_types,) * num_edge_types
+            edge_sizes = tuple(int(s) for s in edge_sizes)
+            if len(edge_sizes) != num_edge_types or sum(edge_sizes) != hidden_size:
+                raise ValueError(
+                    f"edge_sizes {edge_sizes} must give one size per edge type "
+                    f"({num_edge_types}) summing to hidden_size {hidden_size}"
+                )
+            if min(edge_sizes) <= 0:
+                raise ValueError(f"edge sizes must be positive, got {edge_sizes}")
+        elif edge_sizes is not None:
+            raise ValueError(f"edge_sizes only applies to mode='split', not {mode!r}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_edge_types = num_edge_types
+        self.edge_sizes = edge_sizes
+        self.mode = mode
+        self.reverse = reverse
+        recurrent_size = hidden_size * (num_edge_types if mode == "shared" else 1)
+        # stacked W_{r,z,h} (Eq. 4) and U_{r,z,h}, laid out as torch.nn.GRU's weight_ih_l0 ...
+        self.weight_ih = nn.Parameter(torch.empty(3 * hidden_size, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(3 * hidden_size, recurrent_size))
+        self.bias_ih = nn.Parameter(torch.empty(3 * hidden_size))
+        self.bias_hh = nn.Parameter(torch.empty(3 * hidden_size))
+        if mode == "split":
+            # which edge type's predecessor each hidden dimension reads (Eq. 3's slices)
+            dim_type = torch.repeat_interleave(
+                torch.arange(num_edge_types), torch.tensor(edge_sizes)
+            )
+        else:
+            dim_type = torch.empty(0, dtype=torch.long)
+        self.register_buffer("dim_type", dim_type, persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """torch.nn.GRU's initialization: U(-1/sqrt(H), 1/sqrt(H)) for every parameter."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def extra_repr(self) -> str:
+        sizes = f", edge_sizes={self.edge_sizes}" if self.mode == "split" else ""
+        return (
+            f"{self.input_size}, {self.hidden_size}, num_edge_types={self.num_edge_types}"
+            f"{sizes}, mode={self.mode!r}, reverse={self.reverse}"
+        )
+
+    def _processing_order(self, x: Tensor, preds: Tensor, mask: Tensor) -> tuple:
+        """Flip the backward DAG into a forward one: position t -> T-1-t (§3.1: the backward
+        order (T, ..., 1) is a topological order of G_b)."""
+        if not self.reverse:
+            return x, preds, mask
+        steps = x.shape[1]
+        flipped = torch.where(preds >= 0, steps - 1 - preds, preds)
+        return x.flip(1), flipped.flip(2), mask.flip(1)
+
+    def forward(self, x: Tensor, preds: Tensor, mask: Tensor | None = None) -> Tensor:
+        batch, steps, _ = x.shape
+        if preds.shape != (batch, self.num_edge_types, steps):
+            raise ValueError(
+                f"preds must be [B, E, T] = {[batch, self.num_edge_types, steps]}, "
+                f"got {list(preds.shape)}"
+            )
+        if mask is None:
+            mask = torch.ones(batch, steps, dtype=torch.bool, device=x.device)
+        mask = mask.bool()
+        x, preds, mask = self._processing_order(x, preds.long(), mask)
+        position = torch.arange(steps, device=x.device)
+        if bool(((preds >= position) | (preds < -1)).any()):
+            where = "after" if self.reverse else "before"
+            raise ValueError(
+                f"every predecessor index must lie {where} its token (or be -1): these preds "
+                f"do not form a {'backward' if self.reverse else 'forward'} DAG"
+            )
+        # a predecessor that is padding counts as none, so padding can never leak in
+        present = (preds >= 0) & torch.gather(
+            mask.unsqueeze(1).expand_as(preds), 2, preds.clamp(min=0)
+        )
+        row = torch.where(present, preds + 1, 0).permute(2, 0, 1)  # [T, B, E], 0 = zero state
+        gates_x = nn.functional.linear(x, self.weight_ih, self.bias_ih).transpose(0, 1)
+        # the recurrence runs in the parameters' precision (float32 under autocast: on CUDA the
+        # Function's custom_fwd casts, on CPU this does), only the input projection in bf16/fp16
+        gates_x = gates_x.to(self.weight_hh.dtype)
+        if self.mode == "split":
+            read = row[:, :, self.dim_type].contiguous()  # [T, B, H]
+            mix = gates_x.new_empty(0)
+        else:
+            batch_index = torch.arange(batch, device=x.device).view(1, batch, 1)
+            read = (row * batch + batch_index).reshape(steps, -1)  # [T, B * E]
+            count = present.sum(1, keepdim=True).clamp(min=1)  # [B, 1, T]
+            mix = (present / count).permute(2, 0, 1).to(gates_x.dtype)  # [T, B, E]
+        out = _ChainGRU.apply(
+            gates_x.contiguous(), self.weight_hh, self.bias_hh, read, mix, self.mode
+        )
+        out = out.transpose(0, 1)
+        if self.reverse:
+            out = out.flip(1)
+            mask = mask.flip(1)
+        return out * mask.unsqueeze(-1).to(out.dtype)
+
+
+class BiMAGEGRU(nn.Module):
+    """A bidirectional MAGE layer: forward DAG || backward DAG, lined up per token (§3.2: "we
+    can obtain the output of the backward subgraph H_b, and concatenate with H_f").
+
+    forward(x [B, T, D], forward_preds [B, E_f, T], backward_preds [B, E_b, T], mask [B, T])
+    -> [B, T, 2H].
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_edge_types: int = 2,
+        *,
+        edge_sizes: Sequence[int] | None = None,
+        mode: str = "split",
+    ) -> None:
+        super().__init__()
+        kwargs = dict(edge_sizes=edge_sizes, mode=mode)
+        self.forward_rnn = MAGEGRU(input_size, hidden_size, num_edge_types, **kwargs)
+        self.backward_rnn = MAGEGRU(input_size, hidden_size, num_edge_types, reverse=True, **kwargs)
+        self.hidden_size = hidden_size
+        self.output_size = 2 * hidden_size
+
+    def forward(
+        self, x: Tensor, forward_preds: Tensor, backward_preds: Tensor, mask: Tensor | None = None
+    ) -> Tensor:
+        return torch.cat(
+            [self.forward_rnn(x, forward_preds, mask), self.backward_rnn(x, backward_preds, mask)],
+            dim=-1,
+        )

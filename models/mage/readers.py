@@ -1,0 +1,503 @@
+"""Reading-comprehension readers of the MAGE paper's experiments (papers/004, §4.1).
+
+- BiGRUReader: bi-GRUs encode the document into H^d and the query into h^q, the query attends
+  over the document (Eq. 5), and the answer is read off with the attention sum of Kadlec et al.
+  (2016) for extractive tasks (probability of a candidate word = the attention on the positions
+  where it occurs) or with a softmax over an output lookup table W_C of candidates (Eq. 6).
+- GAReader: the Gated-Attention reader (Dhingra, Liu, Cohen & Salakhutdinov 2016, "Gated-
+  Attention Readers for Text Comprehension"): K layers; between layers every document token is
+  multiplied element-wise by its attention-weighted query vector; the query is re-encoded
+  from its embeddings at every layer; attention sum over the last layer.
+
+Options shared by both, one per row of Tables 1-5:
+- encoder="gru": separate bi-GRUs over the document and the query.
+- encoder="mage": "we replace the pair of bi-GRUs with the single MAGE-GRU model described for
+  multiple sequences" (§4.1): one bidirectional MAGE-GRU (models/mage/mage_gru.py) over the
+  concatenated graph sequence (context and query in the item's random order, §3.3), whose
+  outputs are split back into document and query by their spans. In the GA reader "we replace
+  the bi-GRU at every layer" (§4.1): every layer runs MAGE over the concatenation, with the
+  gated document representation at document positions and the previous layer's query
+  representation at query positions (the paper does not say what feeds the query positions
+  of later layers; a joint sequence needs one input size, so we take the layer below's).
+  mage_mode="shared" / "dagrnn" give Table 1's "MAGE (shared)" and "GA + DAG-RNN".
+- one_hot_coref: "we append a one-hot vector o_t in {0,1}^M to the input of the GRU x_t
+  indicating which coreference chain, if any, that token is a part of" (§4.1, after Wang et
+  al. 2017): the "+ one-hot" baseline. Chain ids are per item, dense from 0 (collate_graphs).
+
+The batch (collate_graphs builds it from numericalized GRAPHS rows), B items, T tokens:
+    tokens        [B, T] long   token ids of the concatenated sequence, padding_idx after it
+    mask          [B, T] bool   real tokens
+    forward       [B, E, T] long  forward-DAG predecessor per edge type (-1 none); mage only
+    backward      [B, E, T] long  backward-DAG predecessor per edge type (-1 none); mage only
+    chain         [B, T] long   coreference chain per token (-1 none); one_hot_coref only
+    doc_span      [B, 2] long   [start, end) of the document in the concatenation
+    query_span    [B, 2] long   [start, end) of the query (LAMBADA: the last sentence, Chu et
+                                al. 2016; it may lie inside the one context segment)
+    answer        [B] long      index into candidates (attention_sum) or class id (classify)
+    candidates    [B, C] long   candidate token ids (attention_sum), in the id space of `surface`
+                                where the batch has it
+    surface       [B, T] long   optional: ids for matching candidates to positions -- the vocab
+                                id, or a per-example id for each distinct out-of-vocabulary word
+                                (they all embed as <unk>, but an unknown answer that occurs in
+                                the document stays reachable by attention sum)
+    candidate_mask [B, C] bool  real candidates (attention_sum)
+    placeholder   [B] long      optional: the cloze position in the concatenation (-1 none);
+                                where given, the query vector is the query's representation
+                                there (GA reader on CNN/CBT), else [forward state at the
+                                query's last token || backward state at its first] (Eq. 5's h^q)
+    class_mask    [B, K] bool   optional: the classes allowed per item (classify)
+
+forward(batch) returns log-probabilities over the candidates (or classes), [B, C]; loss() is
+their negative log-likelihood at "answer", predict() their argmax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from models.mage.mage_gru import MODES, BiMAGEGRU, split_sizes
+from models.sequences import reverse_padded
+
+ENCODERS = ("gru", "mage")
+OUTPUTS = ("attention_sum", "classify")
+# log-probability floor for candidates that never occur in the document (attention sum)
+_TINY = 1e-12
+
+
+# --------------------------------------------------------------------------- batching
+
+
+def collate_graphs(examples: Sequence[Mapping[str, Any]], *, pad_id: int = 0) -> dict[str, Tensor]:
+    """Pad numericalized graph items into a batch (see the module docstring for the keys).
+
+    Each example: tokens (ids), forward / backward (one predecessor list per edge type),
+    chain (cluster per token, -1 none), doc_span, query_span ((start, end)), answer (int), and
+    optionally candidates (ids) and placeholder (int). Chains are renumbered densely in order
+    of first occurrence, so the one-hot baseline's M counts the item's own chains (§4.1).
+    """
+    if not examples:
+        raise ValueError("collate_graphs needs at least one example")
+    batch = len(examples)
+    steps = max(len(ex["tokens"]) for ex in examples)
+    n_fwd = {len(ex["forward"]) for ex in examples}
+    n_bwd = {len(ex["backward"]) for ex in examples}
+    if len(n_fwd) != 1 or len(n_bwd) != 1:
+        raise ValueError(f"examples disagree on the number of edge types: {n_fwd} / {n_bwd}")
+    tokens = torch.full((batch, steps), pad_id, dtype=torch.long)
+    mask = torch.zeros(batch, steps, dtype=torch.bool)
+    forward = torch.full((batch, n_fwd.pop(), steps), -1, dtype=torch.long)
+    backward = torch.full((batch, n_bwd.pop(), steps), -1, dtype=torch.long)
+    chain = torch.full((batch, steps), -1, dtype=torch.long)
+    for b, ex in enumerate(examples):
+        n = len(ex["tokens"])
+        tokens[b, :n] = torch.as_tensor(ex["tokens"], dtype=torch.long)
+        mask[b, :n] = True
+        for name, out in (("forward", forward), ("backward", backward)):
+            for e, preds in enumerate(ex[name]):
+                if len(preds) != n:
+                    raise ValueError(f"example {b}: {name}[{e}] has {len(preds)} entries, not {n}")
+                out[b, e, :n] = torch.as_tensor(preds, dtype=torch.long)
+        dense: dict[int, int] = {}
+        chain[b, :n] = torch.as_tensor(
+            [-1 if c < 0 else dense.setdefault(c, len(dense)) for c in ex["chain"]],
+            dtype=torch.long,
+        )
+    out = {
+        "tokens": tokens,
+        "mask": mask,
+        "forward": forward,
+        "backward": backward,
+        "chain": chain,
+        "doc_span": torch.tensor([list(ex["doc_span"]) for ex in examples], dtype=torch.long),
+        "query_span": torch.tensor([list(ex["query_span"]) for ex in examples], dtype=torch.long),
+        "answer": torch.tensor([int(ex["answer"]) for ex in examples], dtype=torch.long),
+        "placeholder": torch.tensor(
+            [int(ex.get("placeholder", -1)) for ex in examples], dtype=torch.long
+        ),
+    }
+    if all("surface" in ex for ex in examples):
+        out["surface"] = torch.full((batch, steps), pad_id, dtype=torch.long)
+        for b, ex in enumerate(examples):
+            out["surface"][b, : len(ex["surface"])] = torch.as_tensor(
+                ex["surface"], dtype=torch.long
+            )
+    if all("candidates" in ex for ex in examples):
+        width = max(len(ex["candidates"]) for ex in examples)
+        out["candidates"] = torch.full((batch, width), pad_id, dtype=torch.long)
+        out["candidate_mask"] = torch.zeros(batch, width, dtype=torch.bool)
+        for b, ex in enumerate(examples):
+            out["candidates"][b, : len(ex["candidates"])] = torch.as_tensor(
+                ex["candidates"], dtype=torch.long
+            )
+            out["candidate_mask"][b, : len(ex["candidates"])] = True
+    return out
+
+
+def segment_spans(
+    segments: Sequence[str], segment_starts: Sequence[int], n_tokens: int
+) -> dict[str, tuple[int, int]]:
+    """{segment name: (start, end)} of a GRAPHS row (segments, segment_starts, len(tokens)),
+    e.g. {"query": (0, 12), "context": (12, 400)}: the reader's doc_span / query_span."""
+    bounds = [*segment_starts, n_tokens]
+    return {name: (bounds[i], bounds[i + 1]) for i, name in enumerate(segments)}
+
+
+def take_span(x: Tensor, span: Tensor) -> tuple[Tensor, Tensor]:
+    """Rows [start, end) of every item: x [B, T, ...], span [B, 2] -> ([B, L, ...], mask [B, L])
+    with L the longest span; positions past an item's end are zero (False in the mask)."""
+    start, end = span[:, 0], span[:, 1]
+    length = (end - start).clamp(min=0)
+    width = int(length.max()) if length.numel() else 0
+    offset = torch.arange(width, device=x.device)
+    mask = offset.unsqueeze(0) < length.unsqueeze(1)
+    index = (start.unsqueeze(1) + offset).clamp(0, x.shape[1] - 1)
+    index = index.view(*index.shape, *([1] * (x.dim() - 2))).expand(-1, -1, *x.shape[2:])
+    out = torch.gather(x, 1, index)
+    keep = mask.view(*mask.shape, *([1] * (x.dim() - 2)))
+    return out * keep.to(out.dtype) if out.is_floating_point() else out.masked_fill(~keep, 0), mask
+
+
+def span_mask(span: Tensor, steps: int) -> Tensor:
+    """[B, 2] spans -> [B, T] bool, True inside [start, end)."""
+    position = torch.arange(steps, device=span.device)
+    return (position >= span[:, :1]) & (position < span[:, 1:])
+
+
+def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim)
+
+
+# --------------------------------------------------------------------------- encoders
+
+
+class MaskedBiGRU(nn.Module):
+    """A bidirectional GRU over right-padded sequences. forward(x [B, L, D], mask [B, L]) ->
+    [B, L, 2H], zero at padding: [forward state || backward state], the backward direction
+    starting at each sequence's last real token.
+
+    Two one-way nn.GRUs over padded batches instead of pack_padded_sequence: on CPU the
+    backward pass of a packed nn.GRU grows superlinearly with length (a 32 x 691-token bAbI
+    qa3 batch: 74 s, against about 1 s padded), which made the GRU baselines unusable on long
+    stories. Same parameters and initial values as nn.GRU(bidirectional=True); checkpoints
+    saved in that layout load (see _load_from_state_dict)."""
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.fwd = nn.GRU(input_size, hidden_size, batch_first=True)
+        self.bwd = nn.GRU(input_size, hidden_size, batch_first=True)
+        self.hidden_size = hidden_size
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        lengths = mask.sum(1)
+        if bool((lengths == 0).any()):
+            raise ValueError("a document or query span is empty; a reader needs both")
+        ahead, _ = self.fwd(x)  # padding follows the real tokens: their states are exact
+        back, _ = self.bwd(reverse_padded(x, lengths))
+        out = torch.cat([ahead, reverse_padded(back, lengths)], dim=-1)
+        return out * mask.unsqueeze(-1).to(out.dtype)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """Accept the nn.GRU(bidirectional=True) layout of earlier checkpoints (rnn.*)."""
+        for key in [k for k in state_dict if k.startswith(prefix + "rnn.")]:
+            name = key[len(prefix + "rnn.") :]
+            one_way = (
+                "bwd." + name.removesuffix("_reverse")
+                if name.endswith("_reverse")
+                else "fwd." + name
+            )
+            state_dict[prefix + one_way] = state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def query_vector(query: Tensor, query_mask: Tensor, position: Tensor | None = None) -> Tensor:
+    """h^q (Eq. 5) from a bi-RNN's query outputs [B, L, 2H]: [forward state at the last real
+    token || backward state at the first], or the full output at `position` (query-relative,
+    -1 = none) where given, as the GA reader does for the cloze placeholder (Dhingra et al.
+    2016)."""
+    hidden = query.shape[-1] // 2
+    batch = torch.arange(query.shape[0], device=query.device)
+    last = (query_mask.sum(1) - 1).clamp(min=0)
+    ends = torch.cat([query[batch, last, :hidden], query[:, 0, hidden:]], dim=-1)
+    if position is None:
+        return ends
+    at = query[batch, position.clamp(min=0)]
+    return torch.where((position >= 0).unsqueeze(-1), at, ends)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+class _Reader(nn.Module):
+    """What both readers share: embeddings (+ one-hot chains), encoders, the answer layer."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden_size: int,
+        *,
+        encoder: str,
+        num_edge_types: int,
+        coref_size: int,
+        mage_mode: str,
+        one_hot_coref: bool,
+        max_chains: int,
+        output: str,
+        num_classes: int | None,
+        dropout: float,
+        padding_idx: int,
+    ) -> None:
+        super().__init__()
+        if encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, not {encoder!r}")
+        if mage_mode not in MODES:
+            raise ValueError(f"mage_mode must be one of {MODES}, not {mage_mode!r}")
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
+        if output == "classify" and not num_classes:
+            raise ValueError("output='classify' needs num_classes (the size of W_C, Eq. 6)")
+        if one_hot_coref and max_chains < 1:
+            raise ValueError("one_hot_coref needs max_chains >= 1")
+        self.encoder = encoder
+        self.hidden_size = hidden_size
+        self.num_edge_types = num_edge_types
+        self.mage_mode = mage_mode
+        self.edge_sizes = (
+            split_sizes(hidden_size, coref_size, num_edge_types)
+            if encoder == "mage" and mage_mode == "split"
+            else None
+        )
+        self.one_hot_coref = one_hot_coref
+        self.max_chains = max_chains if one_hot_coref else 0
+        self.output = output
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.input_size = embed_dim + self.max_chains
+        self.dropout = nn.Dropout(dropout)
+        # W_C of Eq. 6: one output embedding per class
+        self.classes = nn.Linear(2 * hidden_size, num_classes, bias=False) if num_classes else None
+
+    def _bi_mage(self, input_size: int) -> BiMAGEGRU:
+        return BiMAGEGRU(
+            input_size,
+            self.hidden_size,
+            self.num_edge_types,
+            edge_sizes=self.edge_sizes,
+            mode=self.mage_mode,
+        )
+
+    def embed(self, batch: Mapping[str, Tensor]) -> Tensor:
+        """x_t, with the one-hot chain o_t appended for the "+ one-hot" baseline (§4.1)."""
+        x = self.embedding(batch["tokens"])
+        if self.one_hot_coref:
+            chain = batch["chain"]
+            if bool((chain >= self.max_chains).any()):
+                raise ValueError(
+                    f"chain id {int(chain.max())} >= max_chains {self.max_chains}: raise "
+                    "max_chains (the one-hot width M, §4.1)"
+                )
+            onehot = F.one_hot((chain + 1).clamp(min=0), self.max_chains + 1)[..., 1:]
+            x = torch.cat([x, onehot.to(x.dtype)], dim=-1)
+        return self.dropout(x)
+
+    def answer(
+        self,
+        doc: Tensor,
+        doc_mask: Tensor,
+        doc_tokens: Tensor,
+        query: Tensor,
+        batch: Mapping[str, Tensor],
+    ) -> Tensor:
+        """Eq. 5 attention, then attention sum (Kadlec et al. 2016) or Eq. 6; log-probs."""
+        # Eq. 5: alpha = softmax(h_q^T H^d) over the document's tokens
+        alpha = masked_softmax(torch.einsum("bld,bd->bl", doc, query), doc_mask)
+        if self.output == "attention_sum":
+            candidates = batch["candidates"]
+            # P(w) = sum over the positions i where w occurs in d of alpha_i
+            occurs = (doc_tokens.unsqueeze(1) == candidates.unsqueeze(2)) & doc_mask.unsqueeze(1)
+            prob = torch.einsum("bcl,bl->bc", occurs.to(alpha.dtype), alpha)
+            log_prob = prob.clamp(min=_TINY).log()
+            return log_prob.masked_fill(~batch["candidate_mask"], float("-inf"))
+        # Eq. 6: h^d = alpha^T H^d, p_C = softmax(h^d W_C)
+        logits = self.classes(torch.einsum("bl,bld->bd", alpha, doc))
+        if "class_mask" in batch:
+            logits = logits.masked_fill(~batch["class_mask"], float("-inf"))
+        return torch.log_softmax(logits, dim=-1)
+
+    @staticmethod
+    def loss(log_probs: Tensor, batch: Mapping[str, Tensor]) -> Tensor:
+        """Mean negative log-likelihood of the gold answer."""
+        return F.nll_loss(log_probs, batch["answer"])
+
+    @staticmethod
+    def predict(log_probs: Tensor) -> Tensor:
+        return log_probs.argmax(-1)
+
+    @staticmethod
+    def _placeholder(batch: Mapping[str, Tensor]) -> Tensor | None:
+        """The cloze position relative to the query span (-1 none), or None if not given."""
+        if "placeholder" not in batch:
+            return None
+        position = batch["placeholder"]
+        start, end = batch["query_span"][:, 0], batch["query_span"][:, 1]
+        if bool(((position >= 0) & ((position < start) | (position >= end))).any()):
+            raise ValueError("a placeholder position lies outside its query span")
+        return torch.where(position >= 0, position - start, position)
+
+
+class BiGRUReader(_Reader):
+    """bi-GRU (or MAGE-GRU) reader with Eq. 5 attention and attention-sum / Eq. 6 output.
+
+    Tables 1, 3, 5 rows "bi-GRU", "+ one-hot" (one_hot_coref=True), "+ MAGE (d)"
+    (encoder="mage", coref_size=d). hidden_size is per direction (the total of Eq. 3's split).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int = 128,
+        hidden_size: int = 256,
+        *,
+        encoder: str = "gru",
+        num_edge_types: int = 2,
+        coref_size: int = 16,
+        mage_mode: str = "split",
+        one_hot_coref: bool = False,
+        max_chains: int = 0,
+        output: str = "attention_sum",
+        num_classes: int | None = None,
+        dropout: float = 0.0,
+        padding_idx: int = 0,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            embed_dim,
+            hidden_size,
+            encoder=encoder,
+            num_edge_types=num_edge_types,
+            coref_size=coref_size,
+            mage_mode=mage_mode,
+            one_hot_coref=one_hot_coref,
+            max_chains=max_chains,
+            output=output,
+            num_classes=num_classes,
+            dropout=dropout,
+            padding_idx=padding_idx,
+        )
+        if encoder == "gru":
+            self.doc_rnn = MaskedBiGRU(self.input_size, hidden_size)
+            self.query_rnn = MaskedBiGRU(self.input_size, hidden_size)
+        else:
+            self.rnn = self._bi_mage(self.input_size)
+
+    def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
+        x = self.embed(batch)
+        if self.encoder == "gru":
+            x_doc, doc_mask = take_span(x, batch["doc_span"])
+            x_query, query_mask = take_span(x, batch["query_span"])
+            doc = self.doc_rnn(x_doc, doc_mask)
+            query = self.query_rnn(x_query, query_mask)
+        else:
+            # §3.3: one MAGE-GRU over the concatenated sequences, split back by the spans
+            h = self.rnn(x, batch["forward"], batch["backward"], batch["mask"])
+            doc, doc_mask = take_span(h, batch["doc_span"])
+            query, query_mask = take_span(h, batch["query_span"])
+            if bool((doc_mask.sum(1) == 0).any() | (query_mask.sum(1) == 0).any()):
+                raise ValueError("a document or query span is empty; a reader needs both")
+        doc = self.dropout(doc)
+        doc_tokens, _ = take_span(batch.get("surface", batch["tokens"]), batch["doc_span"])
+        q = query_vector(query, query_mask, self._placeholder(batch))
+        return self.answer(doc, doc_mask, doc_tokens, q, batch)
+
+
+class GAReader(_Reader):
+    """Gated-Attention reader (Dhingra et al. 2016) with bi-GRU or MAGE-GRU layers.
+
+    Layer k < K: D^(k) = BiRNN(X^(k-1)), Q^(k) = BiRNN_q^(k)(Y) (the query embeddings Y);
+    gated attention: alpha_i = softmax(Q^(k)T d_i), q~_i = Q^(k) alpha_i, x_i = d_i * q~_i.
+    Layer K: attention sum with the query vector of Q^(K). Tables 1, 3, 5 rows "GA",
+    "+ one-hot", "+ MAGE (d)", "+ MAGE (shared)", "+ DAG-RNN". The GA paper's token-in-query
+    feature (qe-comm) and character embeddings are not part of this reproduction.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int = 128,
+        hidden_size: int = 256,
+        *,
+        num_layers: int = 3,
+        encoder: str = "gru",
+        num_edge_types: int = 2,
+        coref_size: int = 16,
+        mage_mode: str = "split",
+        one_hot_coref: bool = False,
+        max_chains: int = 0,
+        output: str = "attention_sum",
+        num_classes: int | None = None,
+        dropout: float = 0.0,
+        padding_idx: int = 0,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            embed_dim,
+            hidden_size,
+            encoder=encoder,
+            num_edge_types=num_edge_types,
+            coref_size=coref_size,
+            mage_mode=mage_mode,
+            one_hot_coref=one_hot_coref,
+            max_chains=max_chains,
+            output=output,
+            num_classes=num_classes,
+            dropout=dropout,
+            padding_idx=padding_idx,
+        )
+        if num_layers < 1:
+            raise ValueError("num_layers must be >= 1")
+        self.num_layers = num_layers
+        sizes = [self.input_size] + [2 * hidden_size] * (num_layers - 1)
+        if encoder == "gru":
+            self.doc_rnns = nn.ModuleList(MaskedBiGRU(s, hidden_size) for s in sizes)
+            self.query_rnns = nn.ModuleList(
+                MaskedBiGRU(self.input_size, hidden_size) for _ in sizes
+            )
+        else:
+            self.rnns = nn.ModuleList(self._bi_mage(s) for s in sizes)
+
+    @staticmethod
+    def gate(doc: Tensor, query: Tensor, query_mask: Tensor) -> Tensor:
+        """GA(D, Q): x_i = d_i * (Q softmax(Q^T d_i)), for doc [B, L, 2H], query [B, Lq, 2H]."""
+        alpha = masked_softmax(torch.einsum("bld,bqd->blq", doc, query), query_mask.unsqueeze(1))
+        return doc * torch.einsum("blq,bqd->bld", alpha, query)
+
+    def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
+        y = self.embed(batch)
+        last = self.num_layers - 1
+        if self.encoder == "gru":
+            x, doc_mask = take_span(y, batch["doc_span"])
+            y_query, query_mask = take_span(y, batch["query_span"])
+            for k in range(self.num_layers):
+                doc = self.doc_rnns[k](x, doc_mask)
+                query = self.query_rnns[k](y_query, query_mask)
+                if k < last:
+                    x = self.dropout(self.gate(doc, query, query_mask))
+        else:
+            in_doc = span_mask(batch["doc_span"], y.shape[1]).unsqueeze(-1)
+            x = y
+            for k in range(self.num_layers):
+                h = self.rnns[k](x, batch["forward"], batch["backward"], batch["mask"])
+                query, query_mask = take_span(h, batch["query_span"])
+                if k < last:
+                    # gate the document positions; query positions pass on ungated
+                    x = self.dropout(torch.where(in_doc, self.gate(h, query, query_mask), h))
+            doc, doc_mask = take_span(h, batch["doc_span"])
+            if bool((doc_mask.sum(1) == 0).any() | (query_mask.sum(1) == 0).any()):
+                raise ValueError("a document or query span is empty; a reader needs both")
+        doc_tokens, _ = take_span(batch.get("surface", batch["tokens"]), batch["doc_span"])
+        q = query_vector(query, query_mask, self._placeholder(batch))
+        return self.answer(doc, doc_mask, doc_tokens, q, batch)

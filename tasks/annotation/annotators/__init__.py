@@ -1,0 +1,51 @@
+"""Annotator registry: name -> module (imported on first use: stanza and torch load slowly).
+
+    gold       the corpus's own mentions (tasks/annotation/annotators/gold.py)
+    entity-id  rule-based entity chains, MAGE's bAbI/CNN links (tasks/annotation/annotators/entity_id.py)
+    stanza     Stanza's neural coreference model (tasks/annotation/annotators/stanza_coref.py)
+    model      the project's own coreference model, as a plug-in (tasks/annotation/annotators/model.py)
+
+cfg is the annotator's settings (params.yaml annotate.annotators.<name>, with a run's own
+settings merged over them); each module rejects keys it does not know.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from tasks.annotation.annotators.base import Annotation, Annotator, Doc, Query, Span, link_queries
+from tasks.core.errors import CorefreproError
+
+MODULES: dict[str, str] = {
+    "gold": "tasks.annotation.annotators.gold",
+    "entity-id": "tasks.annotation.annotators.entity_id",
+    "stanza": "tasks.annotation.annotators.stanza_coref",
+    "model": "tasks.annotation.annotators.model",
+}
+
+
+def names() -> list[str]:
+    return sorted(MODULES)
+
+
+def get(name: str, cfg: Mapping[str, Any] | None = None) -> Annotator:
+    """Build the annotator `name` with settings cfg (each module's `build(cfg)`)."""
+    if name not in MODULES:
+        raise CorefreproError(f"unknown annotator '{name}'; known: {', '.join(names())}")
+    module = importlib.import_module(MODULES[name])
+    return module.build(dict(cfg or {}))
+
+
+__all__ = [
+    "MODULES",
+    "Annotation",
+    "Annotator",
+    "Doc",
+    "Query",
+    "Span",
+    "get",
+    "link_queries",
+    "names",
+]

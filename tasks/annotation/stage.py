@@ -1,0 +1,292 @@
+"""The annotation stage around tasks/annotation/annotate.py: shard plan, resumable shard cache, merge,
+quality against gold.
+
+A run (params.yaml annotate.runs.<run>) pairs a corpus with an annotator. Shards are keyed by
+a fingerprint of everything that determines their content (input tables, annotator and its
+settings, annotator code), so a crashed or interrupted stage resumes from the shards it had
+finished, and a changed input never reuses a stale shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tasks.annotation import annotators
+from tasks.annotation.annotate import annotate_documents
+from tasks.core import storage
+from tasks.core.config import REPO_ROOT, params, resolve_path
+from tasks.core.errors import CorefreproError
+from tasks.core.fetch import sha256_of
+from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
+from tasks.corpora.ingest import docs_dir
+
+log = logging.getLogger("corefrepro.annotate")
+
+CODE_FILES = ("tasks/annotation/annotate.py", "tasks/annotators")
+
+
+def settings() -> dict[str, Any]:
+    return dict(params("annotate"))
+
+
+def run_settings(run: str) -> dict[str, Any]:
+    """annotate.runs.<run> or annotate.model_runs.<run> (runs of the own coreference model,
+    a separate DVC foreach only so that their stage can depend on settings.checkpoint)."""
+    cfg = settings()
+    runs, model_runs = cfg.get("runs") or {}, cfg.get("model_runs") or {}
+    if run in runs and run in model_runs:
+        raise CorefreproError(f"params.yaml: run '{run}' is in both annotate.runs and model_runs")
+    section = "model_runs" if run in model_runs else "runs"
+    entry = (model_runs if section == "model_runs" else runs).get(run)
+    if entry is None:
+        known = ", ".join(sorted([*runs, *model_runs]))
+        raise CorefreproError(
+            f"params.yaml: annotate.runs / annotate.model_runs have no '{run}' (known: {known})"
+        )
+    entry = dict(entry)
+    for key in ("corpus", "annotator"):
+        if key not in entry:
+            raise CorefreproError(f"params.yaml: annotate.{section}.{run} needs '{key}'")
+    if section == "model_runs" and not (entry.get("settings") or {}).get("checkpoint"):
+        raise CorefreproError(
+            f"params.yaml: annotate.model_runs.{run} needs settings.checkpoint (the stage "
+            "annotate_model depends on it, e.g. artifacts/coref/asl/seed1/best.pt)"
+        )
+    return entry
+
+
+def annotator_settings(run: str) -> dict[str, Any]:
+    """annotate.annotators.<annotator> with the run's own `settings` merged over it."""
+    entry = run_settings(run)
+    shared = dict((settings().get("annotators") or {}).get(entry["annotator"]) or {})
+    return {**shared, **dict(entry.get("settings") or {})}
+
+
+def mentions_dir(run: str) -> Path:
+    return resolve_path("data/mentions") / run
+
+
+def _code_hash() -> str:
+    h = hashlib.sha256()
+    for name in CODE_FILES:
+        path = REPO_ROOT / name
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(REPO_ROOT).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _checkpoint_hash(cfg: dict[str, Any]) -> str | None:
+    """A model checkpoint's content, so shards of an interrupted run are not reused after
+    retraining (the path alone stays the same)."""
+    path = cfg.get("checkpoint")
+    return sha256_of(resolve_path(path)) if path and resolve_path(path).is_file() else None
+
+
+@dataclass(frozen=True)
+class Plan:
+    run: str
+    corpus: str
+    annotator: str
+    fingerprint: str
+    shards: list[dict[str, Any]]
+
+    @property
+    def cache_dir(self) -> Path:
+        return (
+            resolve_path(settings().get("cache_dir", "data/cache/annotate"))
+            / self.run
+            / self.fingerprint
+        )
+
+
+def plan(run: str) -> Plan:
+    entry = run_settings(run)
+    corpus, name = entry["corpus"], entry["annotator"]
+    source = docs_dir(corpus)
+    tables = [source / f"{kind}.parquet" for kind in (DOCUMENTS, ITEMS, MENTIONS)]
+    for t in tables:
+        if not t.exists():
+            raise CorefreproError(
+                f"{t}: missing; run `dvc repro normalize@{corpus}` (or `derive@{corpus}` for a "
+                f"derived corpus) first"
+            )
+    doc_ids = pq.read_table(tables[0], columns=["doc_id"]).column("doc_id").to_pylist()
+    size = int(settings().get("shard_size", 200))
+    if size < 1:
+        raise CorefreproError("params.yaml: annotate.shard_size must be >= 1")
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            {
+                "inputs": [sha256_of(t) for t in tables],
+                "annotator": name,
+                "settings": annotator_settings(run),
+                "checkpoint": _checkpoint_hash(annotator_settings(run)),
+                "batch_size": settings().get("batch_size", 16),
+                "shard_size": size,
+                "code": _code_hash(),
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
+    shards = [
+        {"index": k, "doc_ids": doc_ids[i : i + size]}
+        for k, i in enumerate(range(0, len(doc_ids), size))
+    ]
+    return Plan(run, corpus, name, fingerprint, shards)
+
+
+@cache
+def _annotator(name: str, cfg_json: str) -> Any:
+    """One annotator per worker process (models load once, not once per shard)."""
+    return annotators.get(name, json.loads(cfg_json))
+
+
+@cache
+def _table(path: str) -> pa.Table:
+    """Input tables are read once per worker process, not once per shard."""
+    return pq.read_table(path)
+
+
+def _rows(path: Path, column: str, ids: list[str]) -> pa.Table:
+    table = _table(str(path))
+    return table.filter(pc.is_in(table.column(column), value_set=pa.array(ids, pa.string())))
+
+
+@cache
+def _gold(path: str) -> pa.Table:
+    """Human coreference of a corpus (annotator "gold"; machine-made corpus mentions excluded)."""
+    table = _table(path)
+    return table.filter(pc.equal(table.column("annotator"), "gold"))
+
+
+def annotate_shard(run: str, shard: int, doc_ids: list[str], fingerprint: str) -> dict[str, Any]:
+    """Annotate one shard of documents, or reuse it from the shard cache; returns its report."""
+    p = Plan(run, run_settings(run)["corpus"], run_settings(run)["annotator"], fingerprint, [])
+    out = p.cache_dir / f"shard-{shard:05d}"
+    done = out / "report.json"
+    if done.exists():
+        return {"documents": len(doc_ids), "cached": True, **json.loads(done.read_text())}
+    source = docs_dir(p.corpus)
+    documents = _rows(source / f"{DOCUMENTS}.parquet", "doc_id", doc_ids)
+    items = _rows(source / f"{ITEMS}.parquet", "doc_id", doc_ids)
+    # the whole gold table, so "this corpus has gold" does not depend on the shard
+    gold = _gold(str(source / f"{MENTIONS}.parquet"))
+    annotator = _annotator(p.annotator, json.dumps(annotator_settings(run), sort_keys=True))
+    mention_rows, query_rows, report = annotate_documents(
+        annotator, documents, items, gold, batch_size=int(settings().get("batch_size", 16))
+    )
+    with storage.atomic_dir(out) as tmp:
+        storage.write_table(tmp / f"{MENTIONS}.parquet", MENTIONS, mention_rows)
+        storage.write_table(tmp / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, query_rows)
+        storage.write_json(tmp / "report.json", {"report": report})
+    return {"documents": len(doc_ids), "cached": False, "report": report}
+
+
+def _sum_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    total: Counter[str] = Counter()
+    for r in reports:
+        for k, v in (r or {}).items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                total[k] += v
+    return dict(sorted(total.items()))
+
+
+def merge_shards(p: Plan, results: list[dict[str, Any]], elapsed: float) -> dict[str, Any]:
+    """Concatenate the shards in order into data/mentions/<run>/ (atomically)."""
+    tables = {kind: [] for kind in (MENTIONS, QUERY_MENTIONS)}
+    for s in p.shards:
+        for kind in tables:
+            tables[kind].append(
+                pq.read_table(p.cache_dir / f"shard-{s['index']:05d}" / f"{kind}.parquet")
+            )
+    meta = {"corpus": p.corpus, "annotator": p.annotator, "run": p.run}
+    with storage.atomic_dir(mentions_dir(p.run)) as tmp:
+        for kind, parts in tables.items():
+            combined = pa.concat_tables(parts) if parts else storage.to_table(kind, [])
+            storage.write_table(tmp / f"{kind}.parquet", kind, combined, meta)
+    shutil.rmtree(p.cache_dir, ignore_errors=True)
+    documents = sum(r["documents"] for r in results)
+    fresh = [r for r in results if not r["cached"]]
+    return {
+        "run": p.run,
+        "corpus": p.corpus,
+        "annotator": p.annotator,
+        "documents": documents,
+        "shards": len(p.shards),
+        "shards_reused": len(results) - len(fresh),
+        "mentions": sum(t.num_rows for t in tables[MENTIONS]),
+        "query_mentions": sum(t.num_rows for t in tables[QUERY_MENTIONS]),
+        "seconds": round(elapsed, 3),
+        "docs_per_s": round(sum(r["documents"] for r in fresh) / elapsed, 1)
+        if fresh and elapsed > 0
+        else None,
+        "validation": _sum_reports([r.get("report") for r in results]),
+    }
+
+
+def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
+    """Score against the corpus's gold mentions on dev documents; write DVC metrics + MLflow."""
+    from tasks.core.tracking import tracked_run
+    from tasks.evaluation.coref import as_metrics, score_mention_tables
+
+    entry = run_settings(run)
+    source = docs_dir(entry["corpus"])
+    gold = storage.read_table(source / f"{MENTIONS}.parquet", MENTIONS)
+    gold = gold.filter(pc.equal(gold.column("annotator"), "gold"))
+    docs = storage.read_table(source / f"{DOCUMENTS}.parquet", DOCUMENTS)
+    split = settings().get("score_split", "dev")
+    ids = [
+        d
+        for d, s in zip(
+            docs.column("doc_id").to_pylist(), docs.column("split").to_pylist(), strict=True
+        )
+        if s == split
+    ]
+    metrics: dict[str, Any] = {k: v for k, v in report.items() if k != "validation"}
+    metrics["validation"] = report["validation"]
+    if gold.num_rows and ids and entry["annotator"] != "gold":
+        predicted = storage.read_table(mentions_dir(run) / f"{MENTIONS}.parquet", MENTIONS)
+        scores = score_mention_tables(gold, predicted, documents=ids)
+        metrics[split] = {k: round(v, 6) for k, v in as_metrics(scores).items()}
+        metrics[split]["documents"] = len(ids)
+        log.info(
+            "%s: CoNLL F1 on %d %s documents = %.2f",
+            run,
+            len(ids),
+            split,
+            100 * metrics[split]["conll_f1"],
+        )
+    storage.write_json(resolve_path(f"metrics/annotation/{run}.json"), metrics)
+    import mlflow
+
+    with tracked_run(
+        "annotation",
+        entry["annotator"],
+        entry["corpus"],
+        run_params={
+            "annotator": annotator_settings(run),
+            "shard_size": settings().get("shard_size"),
+        },
+    ):
+        flat = {
+            k: float(v)
+            for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        if split in metrics:
+            flat.update({f"{split}.{k}": float(v) for k, v in metrics[split].items()})
+        mlflow.log_metrics(flat)
+    return metrics

@@ -1,0 +1,81 @@
+"""The one config loader: params.yaml (namespaced per stage) plus environment overrides.
+
+Paths are resolved against the repository root so stages behave the same from any cwd.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tasks.core.errors import CorefreproError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PARAMS_FILE = REPO_ROOT / "params.yaml"
+# Environment variable that overrides params.yaml's download.mirror (a directory or URL prefix).
+MIRROR_ENV = "COREFREPRO_MIRROR"
+
+
+@cache
+def _load(path: str) -> dict[str, Any]:
+    p = Path(path)
+    if not p.exists():
+        raise CorefreproError(f"{p}: params file not found (run from a corefrepro checkout)")
+    with p.open(encoding="utf-8") as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise CorefreproError(f"{p}: top level must be a mapping of stage names to settings")
+    return data
+
+
+def params(section: str | None = None, path: str | Path = PARAMS_FILE) -> Any:
+    """Return params.yaml (or one stage's namespace of it)."""
+    data = _load(str(Path(path).resolve()))
+    if section is None:
+        return data
+    if section not in data:
+        raise CorefreproError(f"{path}: no '{section}' section (expected a namespace per stage)")
+    return data[section]
+
+
+def with_defaults(
+    defaults: Mapping[str, Any],
+    given: Mapping[str, Any] | None,
+    what: str,
+    error: type[Exception] = CorefreproError,
+) -> dict[str, Any]:
+    """`given` over `defaults`; a key the defaults lack (a typo in params.yaml) is an error
+    naming `what` (e.g. "params.yaml kbest" or "model setting") and the known keys."""
+    cfg = {**defaults, **(given or {})}
+    unknown = sorted(set(cfg) - set(defaults))
+    if unknown:
+        raise error(f"{what}: unknown setting(s) {unknown}; known: {sorted(defaults)}")
+    return cfg
+
+
+def resolve_path(value: str | Path) -> Path:
+    """Resolve a path setting relative to the repository root."""
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else REPO_ROOT / p
+
+
+def mirror_setting(path: str | Path = PARAMS_FILE) -> str | None:
+    """The mirror to consult before the network: env var first, then params.yaml.
+
+    A value containing '://' is a URL prefix; anything else is a directory (relative paths
+    are relative to the repository root). Empty means no mirror.
+    """
+    value = os.environ.get(MIRROR_ENV)
+    if value is None:
+        value = (params("download", path) or {}).get("mirror") or ""
+    value = str(value).strip()
+    if not value:
+        return None
+    if "://" in value:
+        return value.rstrip("/")
+    return str(resolve_path(value))

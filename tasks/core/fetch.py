@@ -1,0 +1,242 @@
+"""Getting corpus files onto disk: local mirror or URL prefix first, then the network.
+
+Every file is declared as a `Source` with its canonical URL and pinned sha256. Downloads are
+streamed to `<file>.part` (resumed with an HTTP Range request when a retry finds one), checked,
+and only then renamed into place, so an interrupted or failed fetch never leaves a file that
+looks complete. Retrying is the caller's job (the Prefect task wrapper), one attempt here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from tasks.core.errors import ChecksumError, MissingSourceError
+from tasks.core.storage import atomic_path
+
+log = logging.getLogger("corefrepro.fetch")
+
+CHUNK = 1 << 20
+STREAM_CHUNK = 64 << 10  # small reads: bytes received before a dropped connection are kept
+PROGRESS_EVERY = 64 << 20  # log a progress line every 64 MiB
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A file that upstream only publishes inside a tar/zip archive."""
+
+    url: str
+    member: str  # path of the file inside the archive
+    sha256: str | None = None  # of the archive itself, when published
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file of a corpus as the pipeline needs it.
+
+    relpath: where it lands under data/raw/<corpus>/ and where a mirror keeps it under
+        <mirror>/<mirror_dir>/ (unless mirror_relpath says otherwise).
+    sha256: pinned hash of the file; None only where upstream publishes none and we have
+        not seen the file (the observed hash is then logged and written to SHA256SUMS).
+    optional: test files held back from the developer mirror, or files only some users have.
+    """
+
+    relpath: str
+    sha256: str | None
+    url: str | None = None
+    archive: Archive | None = None
+    optional: bool = False
+    mirror_relpath: str | None = None
+
+
+def sha256_of(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verify(path: Path, expected: str | None, origin: str) -> str:
+    actual = sha256_of(path)
+    if expected is not None and actual != expected:
+        raise ChecksumError(
+            f"{origin}: sha256 {actual} does not match the pinned {expected}; "
+            "the file is corrupt or a different version (nothing was written)"
+        )
+    return actual
+
+
+def _stream(url: str, part: Path, timeout: float) -> None:
+    """Download *url* into *part*, resuming from its current size when the server allows."""
+    import requests
+
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    with requests.get(url, stream=True, timeout=timeout, headers=headers) as resp:
+        if resp.status_code == 416:  # already complete
+            return
+        resp.raise_for_status()
+        mode = "ab" if have and resp.status_code == 206 else "wb"
+        if mode == "wb":
+            have = 0
+        total = resp.headers.get("Content-Length")
+        total_n = int(total) + have if total and total.isdigit() else None
+        next_log = have + PROGRESS_EVERY
+        with open(part, mode) as fh:
+            for block in resp.iter_content(STREAM_CHUNK):
+                fh.write(block)
+                have += len(block)
+                if have >= next_log:
+                    pct = f" ({100 * have / total_n:.0f}%)" if total_n else ""
+                    log.info("%s: %d MiB%s", url, have >> 20, pct)
+                    next_log += PROGRESS_EVERY
+
+
+def _fetch_url(url: str, target: Path, expected: str | None, timeout: float) -> str:
+    """Fetch one URL (http(s) or file://) onto *target*, verified, atomically."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        src = Path(unquote(parsed.path))
+        if not src.exists():
+            raise FileNotFoundError(src)
+        with atomic_path(target) as tmp:
+            shutil.copyfile(src, tmp)
+            return _verify(tmp, expected, str(src))
+    part = target.with_name(target.name + ".part")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _stream(url, part, timeout)
+    try:
+        digest = _verify(part, expected, url)
+    except ChecksumError:
+        part.unlink(missing_ok=True)  # a resumed file that fails the check is not resumable
+        raise
+    os.replace(part, target)
+    return digest
+
+
+def _via_cache(url: str, cached: Path, target: Path, expected: str | None, timeout: float) -> str:
+    """Download into the cache (resumable), then place a copy at *target* atomically."""
+    if not (cached.exists() and (expected is None or sha256_of(cached) == expected)):
+        _fetch_url(url, cached, expected, timeout)
+    return _fetch_url(cached.resolve().as_uri(), target, expected, timeout)
+
+
+def _extract_member(archive_path: Path, member: str, target: Path, expected: str | None) -> str:
+    name = archive_path.name
+    with atomic_path(target) as tmp:
+        if zipfile.is_zipfile(archive_path):
+            with (
+                zipfile.ZipFile(archive_path) as zf,
+                zf.open(member) as src,
+                open(tmp, "wb") as dst,
+            ):
+                shutil.copyfileobj(src, dst, CHUNK)
+        else:
+            with tarfile.open(archive_path) as tf:
+                # some tarballs store members as "./name"
+                try:
+                    info = tf.getmember(member)
+                except KeyError:
+                    info = tf.getmember(f"./{member}")
+                src = tf.extractfile(info)
+                if src is None:
+                    raise MissingSourceError(
+                        f"{name}: '{member}' is not a regular file in the archive"
+                    )
+                with src, open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst, CHUNK)
+        return _verify(tmp, expected, f"{name}!{member}")
+
+
+def fetch_source(
+    source: Source,
+    corpus: str,
+    dest_dir: Path,
+    *,
+    mirror: str | None,
+    mirror_dir: str,
+    network: bool,
+    cache_dir: Path,
+    timeout: float = 60.0,
+) -> str | None:
+    """Make dest_dir/source.relpath exist with the right content; return its sha256.
+
+    Returns None for an optional source that no origin has. Raises MissingSourceError for a
+    required one, naming the file and the setting to change.
+    """
+    target = dest_dir / source.relpath
+    if target.exists() and source.sha256 is not None and sha256_of(target) == source.sha256:
+        return source.sha256
+
+    tried: list[str] = []
+    # Network (and URL-mirror) downloads land in the cache first: a rerun or a retry resumes
+    # there instead of starting over, and DVC may wipe data/raw without losing them.
+    cached = cache_dir / corpus / source.relpath
+    if mirror:
+        rel = source.mirror_relpath or source.relpath
+        if "://" in mirror:
+            url = f"{mirror}/{mirror_dir}/{rel}"
+            try:
+                return _via_cache(url, cached, target, source.sha256, timeout)
+            except ChecksumError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any transport failure falls through
+                tried.append(f"mirror {url} ({type(exc).__name__})")
+        else:
+            path = Path(mirror) / mirror_dir / rel
+            if path.exists():
+                return _fetch_url(path.resolve().as_uri(), target, source.sha256, timeout)
+            tried.append(f"mirror {path} (absent)")
+
+    if source.url and source.url.startswith("file://"):
+        # a user-supplied local copy (e.g. LDC's OntoNotes): no network involved
+        try:
+            return _fetch_url(source.url, target, source.sha256, timeout)
+        except FileNotFoundError as exc:
+            tried.append(f"{source.url} (absent: {exc})")
+    elif network and source.url:
+        try:
+            return _via_cache(source.url, cached, target, source.sha256, timeout)
+        except ChecksumError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            tried.append(f"{source.url} ({type(exc).__name__}: {exc})"[:300])
+    elif network and source.archive:
+        arc = source.archive
+        arc_path = cache_dir / "_archives" / Path(urlparse(arc.url).path).name
+        try:
+            if not (
+                arc_path.exists() and (arc.sha256 is None or sha256_of(arc_path) == arc.sha256)
+            ):
+                _fetch_url(arc.url, arc_path, arc.sha256, timeout)
+            return _extract_member(arc_path, arc.member, target, source.sha256)
+        except ChecksumError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            tried.append(f"{arc.url} ({type(exc).__name__}: {exc})"[:300])
+    elif not network:
+        tried.append(
+            "network disabled (download.network, or download.fetch_optional for optional files)"
+        )
+
+    if source.optional:
+        log.info(
+            "%s: optional file %s not available (%s); skipped",
+            corpus,
+            source.relpath,
+            "; ".join(tried),
+        )
+        return None
+    raise MissingSourceError(
+        f"{corpus}: missing {source.relpath} — tried {'; '.join(tried) or 'nothing (no URL known)'}. "
+        f"Set download.mirror in params.yaml or COREFREPRO_MIRROR to a directory holding "
+        f"{mirror_dir}/{source.mirror_relpath or source.relpath} (e.g. ../shared/data), or enable the network."
+    )

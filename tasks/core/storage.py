@@ -1,0 +1,197 @@
+"""Parquet I/O: deterministic (byte-identical on rerun), zstd, atomic (temp file + rename).
+
+A stage that fails leaves no half-written file: everything is written beside its target
+under a temporary name and renamed into place only once complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.core.errors import CorefreproError
+from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS, SCHEMAS
+
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 9,
+    "use_dictionary": True,
+    "write_statistics": True,
+    # no wall-clock or writer-version noise beyond pyarrow's fixed created_by string
+    "store_schema": True,
+    "row_group_size": 65536,
+}
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to *target*; rename it onto *target* on success only."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary directory that replaces *target* as a whole on success only."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            old = target.with_name(f".{target.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Deterministic JSON (sorted keys) written atomically: DVC metrics and sidecars."""
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def to_table(kind: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> pa.Table:
+    """Build a table of one of the declared kinds, checking rows against the schema."""
+    schema = SCHEMAS[kind]
+    if isinstance(rows, pa.Table):
+        table = rows.select(schema.names).cast(schema)
+    else:
+        table = pa.Table.from_pylist(list(rows), schema=schema)
+    validate(kind, table)
+    return table
+
+
+def validate(kind: str, table: pa.Table) -> None:
+    """Structural checks every writer must pass (raises CorefreproError)."""
+    schema = SCHEMAS[kind]
+    if not table.schema.equals(schema, check_metadata=False):
+        raise CorefreproError(f"{kind} table does not match tasks/core/schema.py:\n{table.schema}")
+    key = {DOCUMENTS: "doc_id", ITEMS: "item_id", GRAPHS: "graph_id"}.get(kind)
+    if key is not None:
+        ids = table.column(key).to_pylist()
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise CorefreproError(f"{kind}: duplicate {key} values {dup}")
+    if kind == DOCUMENTS:
+        for doc_id, tokens, starts, speakers in zip(
+            table.column("doc_id").to_pylist(),
+            table.column("tokens").to_pylist(),
+            table.column("sentence_starts").to_pylist(),
+            table.column("speakers").to_pylist(),
+            strict=True,
+        ):
+            n = len(tokens)
+            if n and (not starts or starts[0] != 0):
+                raise CorefreproError(f"document {doc_id}: sentence_starts must begin with 0")
+            if any(b <= a for a, b in pairwise(starts)) or (starts and starts[-1] >= max(n, 1)):
+                raise CorefreproError(
+                    f"document {doc_id}: sentence_starts not increasing within the document"
+                )
+            if speakers is not None and len(speakers) != n:
+                raise CorefreproError(f"document {doc_id}: {len(speakers)} speakers for {n} tokens")
+    if kind in (MENTIONS, QUERY_MENTIONS):
+        starts = table.column("start").to_pylist()
+        ends = table.column("end").to_pylist()
+        bad = [i for i, (s, e) in enumerate(zip(starts, ends, strict=True)) if s < 0 or e <= s]
+        if bad:
+            i = bad[0]
+            raise CorefreproError(
+                f"{kind}: {len(bad)} spans with start<0 or end<=start, first in "
+                f"{table.column(0)[i].as_py()} [{starts[i]}, {ends[i]})"
+            )
+
+
+def check_mentions_in_range(documents: pa.Table, mentions: pa.Table) -> None:
+    """Every mention lies inside its document (catches off-by-one readers)."""
+    lengths = dict(
+        zip(
+            documents.column("doc_id").to_pylist(),
+            (len(t) for t in documents.column("tokens").to_pylist()),
+            strict=True,
+        )
+    )
+    for doc_id, end in zip(
+        mentions.column("doc_id").to_pylist(), mentions.column("end").to_pylist(), strict=True
+    ):
+        if doc_id not in lengths:
+            raise CorefreproError(f"mentions: document {doc_id} is not in the documents table")
+        if end > lengths[doc_id]:
+            raise CorefreproError(
+                f"mentions: span end {end} beyond document {doc_id} ({lengths[doc_id]} tokens)"
+            )
+
+
+def write_table(
+    path: str | Path,
+    kind: str,
+    rows: Iterable[Mapping[str, Any]] | pa.Table,
+    metadata: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """Write one table atomically and deterministically; returns the table written."""
+    table = to_table(kind, rows)
+    meta = dict(SCHEMAS[kind].metadata or {})
+    meta.update({k.encode(): str(v).encode() for k, v in sorted((metadata or {}).items())})
+    table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, **PARQUET_OPTIONS)
+    return table
+
+
+def read_table(path: str | Path, kind: str | None = None) -> pa.Table:
+    path = Path(path)
+    if not path.exists():
+        raise CorefreproError(
+            f"{path}: not found (run the stage that produces it, e.g. `dvc repro`)"
+        )
+    table = pq.read_table(path)
+    if kind is not None:
+        schema = SCHEMAS[kind]
+        if not table.schema.equals(schema, check_metadata=False):
+            raise CorefreproError(f"{path}: schema differs from tasks/core/schema.py '{kind}'")
+    return table
+
+
+__all__ = [
+    "DOCUMENTS",
+    "ITEMS",
+    "MENTIONS",
+    "atomic_dir",
+    "atomic_path",
+    "check_mentions_in_range",
+    "read_table",
+    "to_table",
+    "validate",
+    "write_json",
+    "write_table",
+    "write_text",
+]

@@ -1,0 +1,150 @@
+"""The one MLflow helper: same experiment names, run names and tags for every stage.
+
+Experiment per paper, run per (model, dataset, seed); tags carry the git SHA and a hash of
+the stage's dvc.lock entry (deps + params as DVC records them) so a run can be traced to the
+exact inputs that produced it. Tracking store: a real sqlite database by default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tasks.core.config import REPO_ROOT, params, resolve_path
+
+log = logging.getLogger("corefrepro.tracking")
+
+# one experiment per paper (plus one for corpus statistics)
+EXPERIMENTS = {
+    "corpora": "corpora",
+    "annotation": "coreference-annotation",
+    "entitynlm": "ji2017-entitynlm",
+    "coref": "luo-glass-cross-sentence-coref",
+    "corelm": "stylianou-vlahavas-corelm",
+    "mage": "dhingra-mage-gru",
+}
+
+
+def tracking_uri() -> str:
+    """MLFLOW_TRACKING_URI wins; else params.yaml tracking.uri (relative sqlite paths -> repo root)."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or (params("tracking") or {}).get(
+        "uri", "sqlite:///mlflow.db"
+    )
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
+        uri = prefix + str(resolve_path(uri[len(prefix) :]))
+    return uri
+
+
+def artifact_root() -> str:
+    return resolve_path((params("tracking") or {}).get("artifacts", "mlartifacts")).as_uri()
+
+
+def git_sha() -> str:
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def stage_lock_hash(stage: str | None) -> str:
+    """md5 of the stage's deps+params entry as DVC would write it to dvc.lock for this run.
+
+    DVC hashes deps before running the command but writes dvc.lock only after it, so the
+    entry is recomputed here through DVC's API (read-only: no repo lock is taken).
+    """
+    if not stage:
+        return "none"
+    try:
+        from dvc.repo import Repo
+        from dvc.stage.serialize import to_single_stage_lockfile
+
+        with Repo(str(REPO_ROOT)) as repo:
+            (dvc_stage,) = repo.stage.collect(stage)
+            dvc_stage.save_deps()
+            entry = to_single_stage_lockfile(dvc_stage)
+        entry.pop("outs", None)
+        return hashlib.md5(json.dumps(entry, sort_keys=True, default=str).encode()).hexdigest()
+    except Exception as exc:  # noqa: BLE001 - tracking must never fail a stage
+        log.warning("could not hash dvc stage %s: %s", stage, exc)
+        return "unavailable"
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _store_lock(uri: str) -> contextlib.AbstractContextManager:
+    """An inter-process lock for the first touch of a sqlite store: MLflow creates and
+    migrates the database on first use, and two processes doing that at once (two training
+    lanes logging to one store) fail with "duplicate column"; creating the experiment is a
+    check-then-act race too. Server stores (http://...) serialize on their own."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return contextlib.nullcontext()
+    from filelock import FileLock
+
+    return FileLock(uri[len(prefix) :] + ".lock", timeout=600)
+
+
+@contextlib.contextmanager
+def tracked_run(
+    paper: str,
+    model: str,
+    dataset: str,
+    *,
+    seed: int | None = None,
+    run_params: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> Iterator[Any]:
+    """Open the MLflow run for (model, dataset, seed) under the paper's experiment."""
+    import mlflow
+
+    if paper not in EXPERIMENTS:
+        raise KeyError(f"unknown paper '{paper}'; known: {sorted(EXPERIMENTS)}")
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    name = EXPERIMENTS[paper]
+    with _store_lock(uri):
+        if mlflow.get_experiment_by_name(name) is None:
+            mlflow.create_experiment(name, artifact_location=f"{artifact_root()}/{name}")
+    mlflow.set_experiment(name)
+    stage = os.environ.get("DVC_STAGE")
+    run_name = f"{model}/{dataset}" + (f"/seed{seed}" if seed is not None else "")
+    all_tags = {
+        "model": model,
+        "dataset": dataset,
+        "seed": str(seed),
+        "git_sha": git_sha(),
+        "dvc_stage": stage or "none",
+        "dvc_lock_hash": stage_lock_hash(stage),
+        **(tags or {}),
+    }
+    with mlflow.start_run(run_name=run_name, tags=all_tags) as run:
+        if run_params:
+            flat = _flatten(run_params)
+            mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
+        yield run

@@ -1,0 +1,1 @@
+"""Evaluation: QA accuracy, coreference (CoNLL) and language-model scoring."""

@@ -1,0 +1,877 @@
+"""MAGE graphs: sequences + typed edges -> forward/backward DAGs -> chain-decomposed arrays.
+
+Dhingra, Yang, Cohen & Salakhutdinov, "Linguistic Knowledge as Memory for Recurrent Neural
+Networks" (papers/004):
+
+- §3.1: the tokens x_1..x_T plus typed edges E_0 = {(x, x', e)}; every edge gets an inverse
+  (x', x, e') and the resulting cyclic graph splits by direction into a forward DAG (edges
+  i < j) and a backward DAG (edges i > j), each topologically ordered by the sequence itself.
+- §3.2, Eq. 4: where every node has at most one incoming edge of each type, a DAG is a set
+  of chains and MAGE-GRU is a plain GRU whose recurrent input g_t stacks, per edge type, the
+  state of the one predecessor. We store exactly that: for every edge type, each token's
+  predecessor index (-1 = none). A second incoming edge of one type is an error (or, with
+  on_conflict="nearest", the nearer source is kept and the drop is counted).
+- §3.3: several sequences (context, query) are concatenated in ONE random order per item
+  and decomposed as one long sequence; sequential edges run across the junction and
+  coreference edges link mentions across sequences through the shared cluster space.
+
+Coreference edge definition. Consecutive mentions m, m' of one chain (in the order of the
+concatenated sequence) are linked from the LAST token of m to the FIRST token of m'. This is
+how the authors' released code builds its graphs: bdhingra/coref-gru (Dhingra et al.,
+NAACL 2018, whose CorefGRU layer cites this paper), utils/MiniBatchLoader.py,
+MiniBatchLoaderMention.next(): ``edges_in[.., mentions[item[2]][0], chain] = 1`` (edge enters
+at the first token of the next mention) and ``edges_out[.., mentions[item[0]][1]-1, chain] =
+1`` (edge leaves at the last token of the previous mention, spans end-exclusive). Tokens inside
+a mention are linked only sequentially. Two mentions of one chain that overlap (nested or
+crossing) give no forward edge (last token of the first >= first token of the second); such
+pairs are skipped and counted.
+
+Edge types live in a registry (EDGE_TYPES); a type builds its original edges E_0 from the
+concatenated sequence, so hypernymy or dependency edges can be added without touching the
+decomposition.
+
+bAbI-Mix (§4.2) is at the end of this module: it builds new documents/items/mentions rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from tasks.core.errors import CorefreproError
+from tasks.corpora.base import Normalized, seeded_rng
+
+Span = tuple[int, int, int]  # (start, end exclusive, cluster)
+Edge = tuple[int, int]  # (source, target) token indices of the concatenated sequence
+
+ON_CONFLICT = ("error", "nearest")
+DEFAULT_EDGE_TYPES = ("sequential", "coreference")
+
+
+class GraphError(CorefreproError):
+    """A graph that violates MAGE's assumptions (names the graph and the document)."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One sequence of a graph: a name, its tokens, and mentions indexing those tokens."""
+
+    name: str
+    tokens: Sequence[str]
+    mentions: Sequence[Span] = ()
+
+
+@dataclass(frozen=True)
+class Concatenation:
+    """Segments laid end to end: what edge builders see (all indices are global)."""
+
+    graph_id: str
+    doc_id: str
+    tokens: list[str]
+    segments: list[str]
+    segment_starts: list[int]
+    mentions: list[Span]  # sorted by (start, end, cluster), duplicates removed
+
+
+def concatenate(
+    segments: Sequence[Segment], *, graph_id: str = "graph", doc_id: str | None = None
+) -> Concatenation:
+    """Join segments into one sequence, shifting mention spans to global indices."""
+    tokens: list[str] = []
+    names: list[str] = []
+    starts: list[int] = []
+    spans: set[Span] = set()
+    for seg in segments:
+        offset = len(tokens)
+        for start, end, cluster in seg.mentions:
+            if not 0 <= start < end <= len(seg.tokens):
+                raise GraphError(
+                    f"graph {graph_id} (document {doc_id or graph_id}): mention "
+                    f"[{start}, {end}) outside segment '{seg.name}' of {len(seg.tokens)} tokens"
+                )
+            spans.add((start + offset, end + offset, int(cluster)))
+        names.append(seg.name)
+        starts.append(offset)
+        tokens.extend(seg.tokens)
+    return Concatenation(graph_id, doc_id or graph_id, tokens, names, starts, sorted(spans))
+
+
+# --------------------------------------------------------------------------- edge types
+
+EdgeBuilder = Callable[[Concatenation, Counter], Iterable[Edge]]
+
+
+@dataclass(frozen=True)
+class EdgeType:
+    """A relation: its name, its inverse's name (§3.1 e'), and how to find its edges.
+
+    forward_only: every original edge goes from an earlier to a later token, so the type
+    feeds only the forward DAG and its inverse only the backward one (true for sequence and
+    coreference as built here). Types whose edges go both ways appear in both DAGs.
+    """
+
+    name: str
+    inverse: str
+    build: EdgeBuilder
+    forward_only: bool = True
+    doc: str = ""
+
+
+def sequential_edges(seq: Concatenation, stats: Counter) -> list[Edge]:
+    """t-1 -> t over the whole concatenation (§3.3: one long sequence)."""
+    return [(t - 1, t) for t in range(1, len(seq.tokens))]
+
+
+def coreference_edges(seq: Concatenation, stats: Counter) -> list[Edge]:
+    """Last token of a mention -> first token of the chain's next mention (module docstring)."""
+    chains: dict[int, list[Span]] = defaultdict(list)
+    for span in seq.mentions:
+        chains[span[2]].append(span)
+    edges: list[Edge] = []
+    for cluster in sorted(chains):
+        spans = chains[cluster]  # already in (start, end) order
+        for (_, prev_end, _), (next_start, _, _) in zip(spans, spans[1:], strict=False):
+            if prev_end - 1 < next_start:
+                edges.append((prev_end - 1, next_start))
+            else:
+                stats["coref_overlapping_pairs_skipped"] += 1
+    return edges
+
+
+EDGE_TYPES: dict[str, EdgeType] = {}
+
+
+def register_edge_type(edge_type: EdgeType, *, replace: bool = False) -> None:
+    """Add a relation to the registry (its name and inverse name must be new)."""
+    taken = {
+        n for t in EDGE_TYPES.values() if t.name != edge_type.name for n in (t.name, t.inverse)
+    }
+    if not replace and edge_type.name in EDGE_TYPES:
+        raise GraphError(f"edge type '{edge_type.name}' is already registered")
+    if edge_type.name == edge_type.inverse or {edge_type.name, edge_type.inverse} & taken:
+        raise GraphError(f"edge type names {edge_type.name!r}/{edge_type.inverse!r} clash")
+    EDGE_TYPES[edge_type.name] = edge_type
+
+
+register_edge_type(
+    EdgeType("sequential", "sequential_inverse", sequential_edges, doc="t-1 -> t (§3.1)")
+)
+register_edge_type(
+    EdgeType(
+        "coreference",
+        "coreference_inverse",
+        coreference_edges,
+        doc="last token of a mention -> first token of the chain's next mention",
+    )
+)
+
+
+def resolve_edge_types(edge_types: Sequence[str | EdgeType]) -> list[EdgeType]:
+    out: list[EdgeType] = []
+    for et in edge_types:
+        if isinstance(et, EdgeType):
+            out.append(et)
+        elif et in EDGE_TYPES:
+            out.append(EDGE_TYPES[et])
+        else:
+            raise GraphError(f"unknown edge type {et!r}; registered: {sorted(EDGE_TYPES)}")
+    names = [n for et in out for n in (et.name, et.inverse)]
+    if len(set(names)) != len(names):
+        raise GraphError(f"edge types listed twice or clashing: {names}")
+    if not out:
+        raise GraphError("at least one edge type is needed")
+    return out
+
+
+def edge_type_names(edge_types: Sequence[str | EdgeType]) -> tuple[list[str], list[str]]:
+    """Names of the forward and backward DAG's edge types, in the order of the arrays."""
+    forward: list[str] = []
+    backward: list[str] = []
+    for et in resolve_edge_types(edge_types):
+        if et.forward_only:
+            forward.append(et.name)
+            backward.append(et.inverse)
+        else:
+            forward.extend((et.name, et.inverse))
+            backward.extend((et.name, et.inverse))
+    return forward, backward
+
+
+# --------------------------------------------------------------------------- one graph
+
+
+@dataclass
+class Graph:
+    """Chain-decomposed forward/backward DAGs of one concatenated sequence."""
+
+    tokens: list[str]
+    segments: list[str]
+    segment_starts: list[int]
+    chain: list[int]
+    forward: list[list[int]]
+    backward: list[list[int]]
+    forward_types: list[str]
+    backward_types: list[str]
+    stats: Counter = field(default_factory=Counter)
+
+
+def token_chains(n_tokens: int, mentions: Iterable[Span]) -> list[int]:
+    """Cluster of each token (-1 = none) for the one-hot baseline (§4.1).
+
+    A token inside nested mentions takes the innermost (shortest) one's cluster; identical
+    spans of two clusters give the smaller cluster id. Deterministic by construction.
+    """
+    chain = [-1] * n_tokens
+    for start, end, cluster in sorted(mentions, key=lambda m: (-(m[1] - m[0]), m[0], -m[2])):
+        chain[start:end] = [cluster] * (end - start)
+    return chain
+
+
+def _predecessors(
+    edges: Iterable[Edge],
+    n_tokens: int,
+    *,
+    backward: bool,
+    type_name: str,
+    seq: Concatenation,
+    on_conflict: str,
+    stats: Counter,
+) -> list[int]:
+    """Predecessor per token for one edge type of one DAG; at most one (Eq. 4)."""
+    pred = [-1] * n_tokens
+    for src, dst in sorted(edges):
+        old = pred[dst]
+        if old == -1 or old == src:
+            pred[dst] = src
+            continue
+        if on_conflict == "error":
+            a, b = sorted((old, src))
+            raise GraphError(
+                f"graph {seq.graph_id} (document {seq.doc_id}): token {dst} "
+                f"({seq.tokens[dst]!r}) gets two incoming '{type_name}' edges, from tokens "
+                f"{a} and {b}; MAGE's chain decomposition (Dhingra et al. §3.2, Eq. 4) allows "
+                f"one per edge type. Nested mentions of different chains that share a first "
+                f"(or last) token cause this; graphs.on_conflict: nearest keeps the nearer one."
+            )
+        # nearest: the source closest to the target (latest in forward, earliest in backward)
+        pred[dst] = min(old, src) if backward else max(old, src)
+        stats[f"conflicts_resolved_{type_name}"] += 1
+    return pred
+
+
+def decompose(
+    seq: Concatenation,
+    edge_types: Sequence[str | EdgeType] = DEFAULT_EDGE_TYPES,
+    *,
+    on_conflict: str = "error",
+) -> Graph:
+    """E_0 -> E (with inverses) -> forward/backward DAGs -> predecessor arrays (§3.1-3.2)."""
+    if on_conflict not in ON_CONFLICT:
+        raise GraphError(f"on_conflict must be one of {ON_CONFLICT}, not {on_conflict!r}")
+    types = resolve_edge_types(edge_types)
+    n = len(seq.tokens)
+    stats: Counter = Counter()
+    fwd: dict[str, set[Edge]] = {}
+    bwd: dict[str, set[Edge]] = {}
+    for et in types:
+        original = set(et.build(seq, stats))  # E_0 is a set: duplicate edges are one edge
+        for src, dst in original:
+            if not (0 <= src < n and 0 <= dst < n) or src == dst:
+                raise GraphError(
+                    f"graph {seq.graph_id} (document {seq.doc_id}): edge type {et.name!r} "
+                    f"built edge ({src}, {dst}) outside 0..{n - 1} or a self-loop"
+                )
+            if et.forward_only and src > dst:
+                raise GraphError(
+                    f"graph {seq.graph_id}: edge type {et.name!r} is declared forward_only "
+                    f"but built the backward edge ({src}, {dst})"
+                )
+        stats[f"edges_{et.name}"] += len(original)
+        inverse = {(dst, src) for src, dst in original}
+        # §3.1: E_f = {(x_i, x_j, e) in E : i < j}, E_b = {(x_i, x_j, e) in E : i > j}; for a
+        # forward_only type E_f holds only e and E_b only e' (edge_type_names drops the rest)
+        for name, edges in ((et.name, original), (et.inverse, inverse)):
+            fwd.setdefault(name, set()).update((s, d) for s, d in edges if s < d)
+            bwd.setdefault(name, set()).update((s, d) for s, d in edges if s > d)
+    f_names, b_names = edge_type_names(types)
+    forward = [
+        _predecessors(
+            fwd.get(name, ()),
+            n,
+            backward=False,
+            type_name=name,
+            seq=seq,
+            on_conflict=on_conflict,
+            stats=stats,
+        )
+        for name in f_names
+    ]
+    backward = [
+        _predecessors(
+            bwd.get(name, ()),
+            n,
+            backward=True,
+            type_name=name,
+            seq=seq,
+            on_conflict=on_conflict,
+            stats=stats,
+        )
+        for name in b_names
+    ]
+    return Graph(
+        tokens=list(seq.tokens),
+        segments=list(seq.segments),
+        segment_starts=list(seq.segment_starts),
+        chain=token_chains(n, seq.mentions),
+        forward=forward,
+        backward=backward,
+        forward_types=f_names,
+        backward_types=b_names,
+        stats=stats,
+    )
+
+
+def build_graph(
+    segments: Sequence[Segment],
+    *,
+    edge_types: Sequence[str | EdgeType] = DEFAULT_EDGE_TYPES,
+    on_conflict: str = "error",
+    graph_id: str = "graph",
+    doc_id: str | None = None,
+) -> Graph:
+    """The pure function: segments, already in their final order, to one Graph."""
+    seq = concatenate(segments, graph_id=graph_id, doc_id=doc_id)
+    return decompose(seq, edge_types, on_conflict=on_conflict)
+
+
+def segment_order(item_id: str, seed: int, names: Sequence[str]) -> list[str]:
+    """One seeded random permutation of an item's sequences (§3.3), fixed by (seed, item)."""
+    order = list(names)
+    seeded_rng("graphs", seed, item_id).shuffle(order)
+    return order
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def as_rows(table: pa.Table | Iterable[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+    if table is None:
+        return []
+    if isinstance(table, pa.Table):
+        return table.to_pylist()
+    return list(table)
+
+
+def _select_annotator(rows: list[Mapping[str, Any]], annotator: str | None, what: str) -> list:
+    names = sorted({r["annotator"] for r in rows})
+    if annotator is not None:
+        return [r for r in rows if r["annotator"] == annotator]
+    if len(names) > 1:
+        raise GraphError(
+            f"{what}: mentions from several annotators {names}; pass annotator=... to pick one"
+        )
+    return rows
+
+
+def group_mentions(
+    mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    key: str = "doc_id",
+    *,
+    annotator: str | None = None,
+) -> dict[str, list[Span]]:
+    """Mentions table rows -> {doc_id (or item_id): [(start, end, cluster), ...]} (sorted)."""
+    rows = _select_annotator(as_rows(mentions), annotator, f"mentions by {key}")
+    grouped: dict[str, set[Span]] = defaultdict(set)
+    for r in rows:
+        grouped[r[key]].add((int(r["start"]), int(r["end"]), int(r["cluster"])))
+    return {k: sorted(v) for k, v in grouped.items()}
+
+
+@dataclass
+class GraphBuild:
+    """build_graphs' result: GRAPHS rows, the table metadata, and counts for the notes."""
+
+    rows: list[dict[str, Any]]
+    metadata: dict[str, str]
+    stats: Counter
+
+
+def graph_metadata(edge_types: Sequence[str | EdgeType], **extra: Any) -> dict[str, str]:
+    """Table metadata naming the outer lists of GRAPHS.forward/backward (JSON strings)."""
+    f_names, b_names = edge_type_names(edge_types)
+    meta = {
+        "forward_edge_types": json.dumps(f_names),
+        "backward_edge_types": json.dumps(b_names),
+        "coreference_edge": "last token of a mention -> first token of the chain's next mention",
+    }
+    meta.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in extra.items()})
+    return meta
+
+
+def _graph_row(
+    graph: Graph, graph_id: str, doc_id: str, split: str, item: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    return {
+        "graph_id": graph_id,
+        "doc_id": doc_id,
+        "item_id": item["item_id"] if item else None,
+        "split": split,
+        "tokens": graph.tokens,
+        "segments": graph.segments,
+        "segment_starts": graph.segment_starts,
+        "chain": graph.chain,
+        "forward": graph.forward,
+        "backward": graph.backward,
+        "task": item["task"] if item else None,
+        "answer": item["answer"] if item else None,
+        "candidates": item.get("candidates") if item else None,
+    }
+
+
+def clip_mentions(spans: Iterable[Span], end: int) -> tuple[list[Span], int]:
+    """Mentions inside the prefix [0, end); also how many cross `end` (dropped)."""
+    kept: list[Span] = []
+    crossing = 0
+    for s, e, c in spans:
+        if e <= end:
+            kept.append((s, e, c))
+        elif s < end:
+            crossing += 1
+    return kept, crossing
+
+
+def build_graphs(
+    documents: pa.Table | Iterable[Mapping[str, Any]],
+    items: pa.Table | Iterable[Mapping[str, Any]] | None,
+    mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    query_mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    *,
+    seed: int,
+    edge_types: Sequence[str | EdgeType] = DEFAULT_EDGE_TYPES,
+    on_conflict: str = "error",
+    annotator: str | None = None,
+) -> GraphBuild:
+    """GRAPHS rows for a corpus: one per item (context prefix + query, §3.3) where the corpus
+    has items, else one per document. Rows are sorted by graph_id.
+
+    Item graphs: the context is the first context_end tokens of the item's document; document
+    mentions crossing context_end are dropped and counted (stats
+    "mentions_crossing_context_end"); query mentions (same cluster space) index the query.
+    The order [context, query] or [query, context] is drawn once per item from (seed,
+    item_id); an empty sequence (LAMBADA's query) is left out, so such graphs hold the context
+    alone.
+    """
+    docs = {r["doc_id"]: r for r in as_rows(documents)}
+    item_rows = as_rows(items)
+    doc_mentions = group_mentions(mentions, annotator=annotator)
+    q_mentions = group_mentions(query_mentions, "item_id", annotator=annotator)
+    stats: Counter = Counter()
+    for doc_id, spans in doc_mentions.items():
+        if doc_id not in docs:
+            raise GraphError(f"mentions: document {doc_id} is not in the documents table")
+        n = len(docs[doc_id]["tokens"])
+        bad = [s for s in spans if s[1] > n]
+        if bad:
+            raise GraphError(
+                f"mentions: span [{bad[0][0]}, {bad[0][1]}) beyond document {doc_id} ({n} tokens)"
+            )
+    rows: list[dict[str, Any]] = []
+    if item_rows:
+        known = {r["item_id"] for r in item_rows}
+        stray = sorted(set(q_mentions) - known)
+        if stray:
+            raise GraphError(f"query mentions for unknown items, e.g. {stray[:3]}")
+        for item in item_rows:
+            doc = docs.get(item["doc_id"])
+            if doc is None:
+                raise GraphError(f"item {item['item_id']}: document {item['doc_id']} missing")
+            end = int(item["context_end"])
+            if not 0 <= end <= len(doc["tokens"]):
+                raise GraphError(
+                    f"item {item['item_id']}: context_end {end} outside document "
+                    f"{doc['doc_id']} ({len(doc['tokens'])} tokens)"
+                )
+            kept, crossing = clip_mentions(doc_mentions.get(doc["doc_id"], ()), end)
+            stats["mentions_crossing_context_end"] += crossing
+            segs = {
+                "context": Segment("context", doc["tokens"][:end], kept),
+                "query": Segment("query", item["query"], q_mentions.get(item["item_id"], ())),
+            }
+            names = [name for name in ("context", "query") if segs[name].tokens]
+            order = segment_order(item["item_id"], seed, names)
+            stats[f"order_{'+'.join(order)}"] += 1
+            graph = build_graph(
+                [segs[name] for name in order],
+                edge_types=edge_types,
+                on_conflict=on_conflict,
+                graph_id=item["item_id"],
+                doc_id=doc["doc_id"],
+            )
+            stats.update(graph.stats)
+            rows.append(_graph_row(graph, item["item_id"], doc["doc_id"], item["split"], item))
+    else:
+        if q_mentions:
+            raise GraphError("query mentions given for a corpus without items")
+        for doc_id, doc in docs.items():
+            graph = build_graph(
+                [Segment("document", doc["tokens"], doc_mentions.get(doc_id, ()))],
+                edge_types=edge_types,
+                on_conflict=on_conflict,
+                graph_id=doc_id,
+                doc_id=doc_id,
+            )
+            stats.update(graph.stats)
+            rows.append(_graph_row(graph, doc_id, doc_id, doc["split"], None))
+    rows.sort(key=lambda r: r["graph_id"])
+    stats["graphs"] = len(rows)
+    stats["tokens"] = sum(len(r["tokens"]) for r in rows)
+    metadata = graph_metadata(edge_types, seed=seed, on_conflict=on_conflict)
+    return GraphBuild(rows, metadata, stats)
+
+
+# --------------------------------------------------------------------------- bAbI-Mix
+#
+# §4.2: "replacing all entity mentions in one of the stories with alternates, so "Daniel"
+# becomes "David", "milk" becomes "juice" and so on. Then we mixed the sentences in the two
+# stories, in random order, and asked a question about one of the stories." The alternates are
+# ours except the paper's two examples; names keep their gender (tasks 13/16 use he/she), and
+# plural forms map to plural forms. Directions, numbers, yes/no, time words and feelings are
+# not entities and are kept.
+
+_ALTERNATES_LOWER = {
+    # people
+    "daniel": "david",
+    "john": "peter",
+    "sandra": "laura",
+    "mary": "alice",
+    "bill": "tom",
+    "fred": "harry",
+    "jeff": "mark",
+    "julie": "sarah",
+    "emily": "olivia",
+    "winona": "rachel",
+    "gertrude": "hannah",
+    "jessica": "monica",
+    "brian": "kevin",
+    "lily": "rose",
+    "bernhard": "oscar",
+    "greg": "steve",
+    "julius": "victor",
+    "antoine": "pierre",
+    "sumit": "rahul",
+    "jason": "ethan",
+    "yann": "luca",
+    # places
+    "bathroom": "cellar",
+    "bedroom": "attic",
+    "hallway": "corridor",
+    "kitchen": "pantry",
+    "garden": "yard",
+    "office": "study",
+    "park": "beach",
+    "cinema": "theater",
+    "school": "library",
+    # objects
+    "milk": "juice",
+    "apple": "pear",
+    "football": "basketball",
+    "book": "magazine",
+    "pajamas": "slippers",
+    "chocolate": "candy",
+    "chocolates": "candies",
+    "box": "crate",
+    "chest": "trunk",
+    "container": "basket",
+    "suitcase": "bag",
+    # animals (sheep/deer: same singular and plural)
+    "cat": "dog",
+    "cats": "dogs",
+    "mouse": "hamster",
+    "mice": "hamsters",
+    "sheep": "deer",
+    "wolf": "fox",
+    "wolves": "foxes",
+    "lion": "tiger",
+    "frog": "toad",
+    "rhino": "hippo",
+    "swan": "duck",
+    # colours and shapes (tasks 16, 17)
+    "white": "black",
+    "yellow": "orange",
+    "green": "purple",
+    "gray": "brown",
+    "red": "violet",
+    "blue": "cyan",
+    "pink": "beige",
+    "square": "circle",
+    "rectangle": "pentagon",
+    "triangle": "hexagon",
+    "sphere": "cube",
+}
+BABI_ALTERNATES: dict[str, str] = {
+    **_ALTERNATES_LOWER,
+    **{k.capitalize(): v.capitalize() for k, v in _ALTERNATES_LOWER.items()},
+}
+
+
+def _rename(tokens: Sequence[str], alternates: Mapping[str, str]) -> list[str]:
+    return [alternates.get(t, t) for t in tokens]
+
+
+def _rename_answer(answer: str, alternates: Mapping[str, str]) -> str:
+    return ",".join(alternates.get(a, a) for a in answer.split(","))
+
+
+def _sentences(doc: Mapping[str, Any]) -> list[tuple[int, int]]:
+    starts = list(doc["sentence_starts"])
+    ends = starts[1:] + [len(doc["tokens"])]
+    return list(zip(starts, ends, strict=True))
+
+
+def _common_id(a: str, b: str) -> str:
+    """'babi/en/qa1/train/0', 'babi/en/qa1/train/13' -> 'en/qa1/train/0+13'."""
+    pa_, pb = a.split("/")[1:], b.split("/")[1:]
+    i = 0
+    while i < min(len(pa_), len(pb)) - 1 and pa_[i] == pb[i]:
+        i += 1
+    return "/".join(pa_[:i] + ["/".join(pa_[i:]) + "+" + "/".join(pb[i:])])
+
+
+def _release(doc_id: str, task: str) -> str:
+    """The part of a doc_id before its task label: 'babi/en-10k/qa1/train/3' -> 'babi/en-10k'
+    ('' when the id has no task component, as in the generated corpus)."""
+    parts = doc_id.split("/")
+    return "/".join(parts[: parts.index(task)]) if task and task in parts else ""
+
+
+def mix_babi(
+    documents: pa.Table | Iterable[Mapping[str, Any]],
+    items: pa.Table | Iterable[Mapping[str, Any]],
+    mentions: pa.Table | Iterable[Mapping[str, Any]] | None = None,
+    *,
+    seed: int,
+    name: str = "babi_mix",
+    alternates: Mapping[str, str] = BABI_ALTERNATES,
+) -> Normalized:
+    """bAbI-Mix (Dhingra et al. §4.2) from normalized bAbI rows (DOCUMENTS/ITEMS/MENTIONS).
+
+    Stories of one (split, task, release) are shuffled and paired (seeded; the release is the
+    doc_id's prefix before the task, so bAbI en and en-10k stories never meet); in each pair
+    one story, chosen at random, has its entities renamed with `alternates` (tokens, queries,
+    answers, candidates); the sentences of the two are interleaved in a uniformly random merge that
+    keeps each story's own order. Every question of both stories is asked over the mixed
+    story: its context_end becomes the end of its story's last sentence inside the original
+    context, and `supporting` sentence indices are remapped. With an odd number of stories
+    the last one is mixed with a random other story whose questions are not repeated.
+    Mentions are carried over (clusters of the second story shifted past the first's).
+    """
+    docs = as_rows(documents)
+    item_rows = as_rows(items)
+    mention_rows = _select_annotator(as_rows(mentions), None, "bAbI-Mix")
+    annotator = mention_rows[0]["annotator"] if mention_rows else "gold"
+    doc_mentions = group_mentions(mention_rows)
+    values = set(alternates.values())
+    if len(values) != len(alternates):
+        raise CorefreproError("bAbI-Mix: the alternates must map distinct words to distinct words")
+    vocab = {t for d in docs for t in d["tokens"]} | {t for i in item_rows for t in i["query"]}
+    clash = sorted(values & vocab)
+    if clash:
+        raise CorefreproError(
+            f"bAbI-Mix: alternates {clash[:10]} already occur in the corpus; renamed stories "
+            f"would share entities with the others"
+        )
+    by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for it in item_rows:
+        by_doc[it["doc_id"]].append(it)
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for d in docs:
+        task = min((i["task"] for i in by_doc.get(d["doc_id"], [])), default="")
+        release = _release(d["doc_id"], task)
+        # stories of one release only (bAbI en with en, en-10k with en-10k); no release part
+        # in the key when there is none, so such corpora keep their seeded pairing
+        groups[(d["split"], task, release) if release else (d["split"], task)].append(d)
+
+    out_docs: list[dict[str, Any]] = []
+    out_items: list[dict[str, Any]] = []
+    out_mentions: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda d: d["doc_id"])
+        rng = seeded_rng("babi_mix", seed, *key)
+        rng.shuffle(group)
+        pairs = [(group[i], group[i + 1], True) for i in range(0, len(group) - 1, 2)]
+        if len(group) % 2:
+            last = group[-1]
+            if len(group) == 1:
+                lost = len(by_doc.get(last["doc_id"], []))
+                notes.append(
+                    f"{key}: a single story, nothing to mix it with: dropped ({lost} questions)"
+                )
+                continue
+            pairs.append((last, rng.choice(group[:-1]), False))
+            notes.append(f"{key}: odd count, {last['doc_id']} mixed with a reused story")
+        for first, second, ask_second in pairs:
+            rename_first = rng.random() < 0.5
+            stories = [(first, rename_first, True), (second, not rename_first, ask_second)]
+            sents = [_sentences(first), _sentences(second)]
+            total = len(sents[0]) + len(sents[1])
+            slots_first = set(rng.sample(range(total), len(sents[0])))
+            layout = [0 if k in slots_first else 1 for k in range(total)]
+            doc_id = f"{name}/{_common_id(first['doc_id'], second['doc_id'])}"
+            tokens: list[str] = []
+            starts: list[int] = []
+            speakers: list[str] | None = (
+                []
+                if first.get("speakers") is not None and second.get("speakers") is not None
+                else None
+            )
+            # where each story's sentence k landed: (mixed sentence index, token offset)
+            placed: list[list[tuple[int, int]]] = [[], []]
+            nxt = [0, 0]
+            for mixed_k, which in enumerate(layout):
+                story, renamed, _ = stories[which]
+                s, e = sents[which][nxt[which]]
+                nxt[which] += 1
+                placed[which].append((mixed_k, len(tokens) - s))
+                starts.append(len(tokens))
+                words = story["tokens"][s:e]
+                tokens.extend(_rename(words, alternates) if renamed else words)
+                if speakers is not None:
+                    speakers.extend(story["speakers"][s:e])
+            out_docs.append(
+                {
+                    "doc_id": doc_id,
+                    "split": first["split"],
+                    "tokens": tokens,
+                    "sentence_starts": starts,
+                    "genre": first.get("genre"),
+                    "speakers": speakers,
+                }
+            )
+            shift = 0
+            for which, (story, renamed, ask) in enumerate(stories):
+                spans = doc_mentions.get(story["doc_id"], [])
+                sent_of = _sentence_index(story)
+                for s, e, c in spans:
+                    k = sent_of[s]
+                    if sent_of[e - 1] != k:
+                        raise CorefreproError(
+                            f"bAbI-Mix: mention [{s}, {e}) of {story['doc_id']} crosses a "
+                            f"sentence boundary; sentences are moved independently"
+                        )
+                    off = placed[which][k][1]
+                    out_mentions.append(
+                        {
+                            "doc_id": doc_id,
+                            "start": s + off,
+                            "end": e + off,
+                            "cluster": c + shift,
+                            "annotator": annotator,
+                        }
+                    )
+                shift += max((c for _, _, c in spans), default=-1) + 1
+                if not ask:
+                    continue
+                for it in sorted(by_doc.get(story["doc_id"], []), key=lambda r: r["item_id"]):
+                    out_items.append(
+                        _mixed_item(
+                            it, story, which, renamed, doc_id, placed, starts, tokens, alternates
+                        )
+                    )
+    notes.insert(
+        0,
+        f"bAbI-Mix (Dhingra et al. §4.2): {len(out_docs)} mixed stories, "
+        f"{len(out_items)} questions, seed {seed}",
+    )
+    out_docs.sort(key=lambda r: r["doc_id"])
+    out_items.sort(key=lambda r: r["item_id"])
+    out_mentions.sort(key=lambda r: (r["doc_id"], r["start"], r["end"], r["cluster"]))
+    return Normalized(out_docs, out_items, out_mentions, notes)
+
+
+def _sentence_index(doc: Mapping[str, Any]) -> list[int]:
+    index: list[int] = []
+    for k, (s, e) in enumerate(_sentences(doc)):
+        index.extend([k] * (e - s))
+    return index
+
+
+def _mixed_item(
+    it: Mapping[str, Any],
+    story: Mapping[str, Any],
+    which: int,
+    renamed: bool,
+    doc_id: str,
+    placed: list[list[tuple[int, int]]],
+    starts: list[int],
+    tokens: list[str],
+    alternates: Mapping[str, str],
+) -> dict[str, Any]:
+    end = int(it["context_end"])
+    sents = _sentences(story)
+    inside = [k for k, (_, e) in enumerate(sents) if e <= end]
+    if any(s < end < e for s, e in sents):
+        raise CorefreproError(
+            f"bAbI-Mix: item {it['item_id']} context_end {end} is not at a sentence boundary"
+        )
+    if inside:
+        last_mixed = placed[which][inside[-1]][0]
+        mixed_end = starts[last_mixed + 1] if last_mixed + 1 < len(starts) else len(tokens)
+    else:
+        mixed_end = 0
+    prefix = story["doc_id"] + "/"
+    item_id = it["item_id"]
+    suffix = item_id[len(prefix) :] if item_id.startswith(prefix) else item_id.replace("/", "_")
+    supporting = it.get("supporting")
+    if supporting is not None and any(not 0 <= k < len(sents) for k in supporting):
+        raise CorefreproError(f"bAbI-Mix: item {item_id} supports with a sentence not in its story")
+    cands = it.get("candidates")
+    return {
+        "item_id": f"{doc_id}/{'ab'[which]}/{suffix}",
+        "doc_id": doc_id,
+        "split": it["split"],
+        "task": it["task"],
+        "context_end": mixed_end,
+        "query": _rename(it["query"], alternates) if renamed else list(it["query"]),
+        "answer": _rename_answer(it["answer"], alternates) if renamed else it["answer"],
+        "candidates": None
+        if cands is None
+        else ([_rename_answer(c, alternates) for c in cands] if renamed else list(cands)),
+        "supporting": None if supporting is None else [placed[which][k][0] for k in supporting],
+    }
+
+
+__all__ = [
+    "BABI_ALTERNATES",
+    "DEFAULT_EDGE_TYPES",
+    "EDGE_TYPES",
+    "Concatenation",
+    "EdgeType",
+    "Graph",
+    "GraphBuild",
+    "GraphError",
+    "Segment",
+    "as_rows",
+    "build_graph",
+    "build_graphs",
+    "clip_mentions",
+    "concatenate",
+    "coreference_edges",
+    "decompose",
+    "edge_type_names",
+    "graph_metadata",
+    "group_mentions",
+    "mix_babi",
+    "register_edge_type",
+    "segment_order",
+    "sequential_edges",
+    "token_chains",
+]

@@ -1,0 +1,141 @@
+"""The graph stages: one annotation run -> MAGE graphs, and the EntityNLM and CoreLM views.
+
+Every model family reads these tables, so they all see the same coreference: swapping the
+annotator of a run (params.yaml annotate.runs) changes every downstream model consistently.
+Each table is its own DVC stage with its own params section (`graphs`, `view_entitynlm`,
+`view_corelm`), so a setting of one family's view retrains nothing of another family.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+from tasks.annotation.stage import mentions_dir, run_settings
+from tasks.core import storage
+from tasks.core.config import params, resolve_path
+from tasks.core.schema import (
+    CORELM_VIEW,
+    DOCUMENTS,
+    ENTITYNLM_VIEW,
+    GRAPHS,
+    ITEMS,
+    MENTIONS,
+    QUERY_MENTIONS,
+)
+from tasks.corpora.ingest import docs_dir
+from tasks.graphs.dags import build_graphs
+from tasks.graphs.views import build_corelm_view, build_entitynlm_view
+
+log = logging.getLogger("corefrepro.graphs")
+TABLES = {"graphs": GRAPHS, "view_entitynlm": "entitynlm", "view_corelm": "corelm"}
+
+
+def graphs_dir(run: str) -> Path:
+    return resolve_path("data/graphs") / run
+
+
+def table_path(run: str, stage: str) -> Path:
+    """data/graphs/<run>/{graphs,entitynlm,corelm}.parquet: one file per stage."""
+    return graphs_dir(run) / f"{TABLES[stage]}.parquet"
+
+
+def _inputs(run: str, *, items: bool) -> dict[str, Any]:
+    entry = run_settings(run)
+    source, annotated = docs_dir(entry["corpus"]), mentions_dir(run)
+    out: dict[str, Any] = {"entry": entry}
+    out["documents"] = storage.read_table(source / f"{DOCUMENTS}.parquet", DOCUMENTS)
+    out["mentions"] = storage.read_table(annotated / f"{MENTIONS}.parquet", MENTIONS)
+    if items:
+        out["items"] = storage.read_table(source / f"{ITEMS}.parquet", ITEMS)
+        out["query_mentions"] = storage.read_table(
+            annotated / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS
+        )
+    return out
+
+
+def _meta(run: str, entry: Mapping[str, Any]) -> dict[str, str]:
+    return {"corpus": entry["corpus"], "run": run, "annotator": entry["annotator"]}
+
+
+def _log_dropped(run: str, name: str, stats: Mapping[str, Any]) -> None:
+    dropped = {
+        k: v for k, v in stats.items() if ("drop" in k or "conflict" in k or "skip" in k) and v
+    }
+    if dropped:
+        log.info("%s %s: %s", run, name, dropped)
+
+
+def _write(run: str, stage: str, kind: str, rows: Any, meta: Mapping, report: dict) -> dict:
+    storage.write_table(table_path(run, stage), kind, rows, meta)
+    storage.write_json(resolve_path(f"metrics/{stage}/{run}.json"), report)
+    return report
+
+
+def build_mage_graphs(run: str) -> dict[str, Any]:
+    """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed."""
+    cfg = dict(params("graphs"))
+    data = _inputs(run, items=True)
+    graphs = build_graphs(
+        data["documents"],
+        data["items"],
+        data["mentions"],
+        data["query_mentions"],
+        seed=int(cfg.get("seed", 13)),
+        edge_types=list(cfg.get("edge_types", ["sequential", "coreference"])),
+        on_conflict=cfg.get("on_conflict", "nearest"),
+    )
+    _log_dropped(run, "graphs", graphs.stats)
+    log.info("%s: %d graphs", run, len(graphs.rows))
+    report = {"graphs": len(graphs.rows), "graph_stats": dict(sorted(graphs.stats.items()))}
+    meta = {**_meta(run, data["entry"]), **graphs.metadata}
+    return _write(run, "graphs", GRAPHS, graphs.rows, meta, report)
+
+
+def build_entitynlm(run: str) -> dict[str, Any]:
+    """Stage view_entitynlm@<run>: R/E/L per token (Ji et al. 2017 §2)."""
+    cfg = dict(params("view_entitynlm") or {})
+    data = _inputs(run, items=False)
+    view = build_entitynlm_view(
+        data["documents"],
+        data["mentions"],
+        l_max=int(cfg.get("l_max", 25)),
+        long_mentions=cfg.get("long_mentions", "truncate"),
+        drop_singletons=data["entry"]["corpus"] in (cfg.get("drop_singletons_for") or []),
+    )
+    _log_dropped(run, "entitynlm", view.stats)
+    log.info("%s: %d EntityNLM documents", run, len(view.rows))
+    report = {
+        "entitynlm_documents": len(view.rows),
+        "entitynlm_stats": dict(sorted(view.stats.items())),
+    }
+    meta = _meta(run, data["entry"])
+    return _write(run, "view_entitynlm", ENTITYNLM_VIEW, view.rows, meta, report)
+
+
+def build_corelm(run: str) -> dict[str, Any]:
+    """Stage view_corelm@<run>: entity-id streams per nesting layer (Stylianou & Vlahavas §4.1)."""
+    cfg = dict(params("view_corelm") or {})
+    data = _inputs(run, items=False)
+    view = build_corelm_view(
+        data["documents"],
+        data["mentions"],
+        id_scope=cfg.get("id_scope", "corpus"),
+        max_entities=cfg.get("max_entities"),
+        drop_singletons=bool(cfg.get("drop_singletons", False)),
+    )
+    _log_dropped(run, "corelm", view.stats)
+    log.info("%s: %d CoreLM instances", run, len(view.rows))
+    stats = {k: v for k, v in sorted(view.stats.items()) if isinstance(v, int)}
+    report = {"corelm_instances": len(view.rows), "corelm_stats": stats}
+    return _write(run, "view_corelm", CORELM_VIEW, view.rows, _meta(run, data["entry"]), report)
+
+
+BUILDERS = {
+    "graphs": build_mage_graphs,
+    "view_entitynlm": build_entitynlm,
+    "view_corelm": build_corelm,
+}

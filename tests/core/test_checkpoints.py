@@ -1,0 +1,26 @@
+"""tasks/core/checkpoints.py: atomic, byte-deterministic checkpoints, refused under another config."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tasks.core.checkpoints import CheckpointMismatchError, load_checkpoint, save_checkpoint
+
+
+def test_equal_checkpoints_are_equal_bytes_wherever_they_are_written(tmp_path):
+    """DVC and the k-best metadata hash checkpoints: the temporary file name must not leak in."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    save_checkpoint(tmp_path / "a" / "best.pt", model, {"size": 3}, epoch=1)
+    save_checkpoint(tmp_path / "b" / "best.pt", model, {"size": 3}, epoch=1)
+    a, b = ((tmp_path / d / "best.pt").read_bytes() for d in "ab")
+    assert a == b
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_loading_under_another_configuration_names_the_difference(tmp_path):
+    save_checkpoint(tmp_path / "m.pt", torch.nn.Linear(3, 2), {"size": 3})
+    assert load_checkpoint(tmp_path / "m.pt", {"size": 3})["config"] == {"size": 3}
+    with pytest.raises(CheckpointMismatchError, match="size"):
+        load_checkpoint(tmp_path / "m.pt", {"size": 4})

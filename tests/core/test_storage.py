@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import pytest
+
+from tasks.core import storage
+from tasks.core.errors import CorefreproError
+from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
+
+DOCS = [
+    {
+        "doc_id": "d/1",
+        "split": "train",
+        "tokens": ["Mary", "went", ".", "She", "sat", "."],
+        "sentence_starts": [0, 3],
+        "genre": "x",
+        "speakers": None,
+    },
+    {
+        "doc_id": "d/2",
+        "split": "dev",
+        "tokens": ["Hi", "."],
+        "sentence_starts": [0],
+        "genre": None,
+        "speakers": ["a", "a"],
+    },
+]
+MENTIONS_ROWS = [
+    {"doc_id": "d/1", "start": 0, "end": 1, "cluster": 0, "annotator": "gold"},
+    {"doc_id": "d/1", "start": 3, "end": 4, "cluster": 0, "annotator": "gold"},
+]
+
+
+def test_write_is_byte_identical_on_rerun(tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    storage.write_table(a, DOCUMENTS, DOCS, {"corpus": "t"})
+    storage.write_table(b, DOCUMENTS, DOCS, {"corpus": "t"})
+    assert a.read_bytes() == b.read_bytes()
+    back = storage.read_table(a, DOCUMENTS)
+    assert back.column("tokens").to_pylist()[0] == DOCS[0]["tokens"]
+    assert back.schema.metadata[b"corpus"] == b"t"
+
+
+def test_failed_write_leaves_no_file(tmp_path):
+    target = tmp_path / "x.parquet"
+    bad = [dict(DOCS[0], sentence_starts=[1, 3])]
+    with pytest.raises(CorefreproError, match="sentence_starts"):
+        storage.write_table(target, DOCUMENTS, bad)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_dir_keeps_old_content_on_failure(tmp_path):
+    target = tmp_path / "out"
+    with storage.atomic_dir(target) as tmp:
+        (tmp / "f.txt").write_text("old")
+    with pytest.raises(RuntimeError), storage.atomic_dir(target) as tmp:
+        (tmp / "f.txt").write_text("half")
+        raise RuntimeError("boom")
+    assert (target / "f.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "rows", "message"),
+    [
+        (DOCUMENTS, [DOCS[0], DOCS[0]], "duplicate doc_id"),
+        (DOCUMENTS, [dict(DOCS[1], speakers=["a"])], "speakers"),
+        (DOCUMENTS, [dict(DOCS[0], sentence_starts=[0, 3, 3])], "increasing"),
+        (MENTIONS, [dict(MENTIONS_ROWS[0], end=0)], "end<=start"),
+        (
+            ITEMS,
+            [
+                {
+                    "item_id": "i",
+                    "doc_id": "d/1",
+                    "split": "x",
+                    "task": "t",
+                    "context_end": 1,
+                    "query": [],
+                    "answer": "a",
+                    "candidates": None,
+                    "supporting": None,
+                }
+            ]
+            * 2,
+            "duplicate item_id",
+        ),
+    ],
+)
+def test_validation_rejects_bad_rows(kind, rows, message):
+    with pytest.raises(CorefreproError, match=message):
+        storage.to_table(kind, rows)
+
+
+def test_mentions_must_lie_inside_documents():
+    docs = storage.to_table(DOCUMENTS, DOCS)
+    ok = storage.to_table(MENTIONS, MENTIONS_ROWS)
+    storage.check_mentions_in_range(docs, ok)
+    out = storage.to_table(MENTIONS, [dict(MENTIONS_ROWS[0], end=7)])
+    with pytest.raises(CorefreproError, match="beyond document d/1"):
+        storage.check_mentions_in_range(docs, out)

@@ -1,0 +1,89 @@
+"""dvc.yaml lists exactly the code each stage runs: every project module its flow imports
+(transitively, lazy imports included) is covered by a dep, and every code dep is imported.
+
+Why: a dep too many reruns stages for nothing (a MAGE setting retraining the coreference
+model); a dep too few lets `dvc repro` call a stage up to date after its code changed.
+Dynamic imports by name (the corpus and annotator registries) are covered by listing the
+registry's folder, which this test accepts as long as the flow imports something in it.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import REPO_ROOT
+
+CODE_ROOTS = ("flows", "tasks", "models")
+
+
+def module_file(name: str) -> Path | None:
+    """The project file of a dotted module name, or None for third-party modules."""
+    if name.split(".")[0] not in CODE_ROOTS:
+        return None
+    base = REPO_ROOT.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@cache
+def direct_imports(path: Path) -> frozenset[Path]:
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):  # a package's __init__ runs on import too
+                hit = module_file(".".join(parts[:i]))
+                if hit is not None:
+                    found.add(hit)
+    return frozenset(found)
+
+
+def closure(path: Path) -> set[Path]:
+    seen, todo = set(), [path]
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(direct_imports(p))
+    return seen
+
+
+def code_stages() -> dict[str, tuple[Path, list[str]]]:
+    """stage name -> (its flow module's file, its code deps as written in dvc.yaml)."""
+    spec = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    out = {}
+    for name, stage in spec.items():
+        body = stage.get("do", stage)
+        module = body["cmd"].split("python -m ", 1)[1].split()[0]
+        deps = [d for d in body.get("deps", []) if d.split("/")[0] in CODE_ROOTS]
+        out[name] = (module_file(module), deps)
+    return out
+
+
+def covered(path: Path, deps: list[str]) -> bool:
+    rel = path.relative_to(REPO_ROOT).as_posix()
+    return any(rel == d or rel.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+def test_every_stage_depends_on_exactly_the_code_it_runs():
+    problems = []
+    for stage, (flow_file, deps) in code_stages().items():
+        used = {p for p in closure(flow_file) if "__init__" not in p.name or p.stat().st_size}
+        for p in sorted(used):
+            if not covered(p, deps) and p.name != "__init__.py":
+                problems.append(f"{stage}: imports {p.relative_to(REPO_ROOT)}, not in its deps")
+        for dep in deps:
+            if not any(covered(p, [dep]) for p in used):
+                problems.append(f"{stage}: dep {dep} is code it never imports")
+    assert not problems, "\n".join(problems)

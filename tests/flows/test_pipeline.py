@@ -1,0 +1,213 @@
+"""Smoke test of the embedded default: `dvc repro` in a fresh copy of the repository."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import copy_checkout, run_ok
+
+pytestmark = pytest.mark.slow
+
+
+def _digests(root: Path) -> dict[str, str]:
+    """sha256 of every Parquet file the data stages wrote (corpora, annotations, graphs)."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((root / "data").rglob("*.parquet"))
+        if "cache" not in p.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def fresh_repo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A copy of the tracked files (as a fresh clone would have), with its own git and DVC state."""
+    dest = tmp_path_factory.mktemp("clone") / "repo"
+    return dest, copy_checkout(dest)
+
+
+def test_dvc_repro_twice_second_is_noop(fresh_repo):
+    repo, env = fresh_repo
+    run_ok([sys.executable, "-m", "dvc", "repro"], repo, env)
+    assert (repo / "dvc.lock").exists()
+    params = __import__("yaml").safe_load((repo / "params.yaml").read_text())
+    for corpus in params["corpora"]:
+        for table in ("documents", "items", "mentions"):
+            assert (repo / "data" / "docs" / corpus / f"{table}.parquet").exists()
+        metrics = json.loads((repo / "metrics" / "corpora" / f"{corpus}.json").read_text())
+        assert sum(split["documents"] for split in metrics.values()) > 0
+    again = run_ok([sys.executable, "-m", "dvc", "repro"], repo, env)
+    assert "Data and pipelines are up to date." in again
+    assert "Running stage" not in again
+    status = run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env)
+    assert json.loads(status) == {}
+
+
+def test_forced_rerun_is_byte_identical(fresh_repo):
+    repo, env = fresh_repo
+    before = _digests(repo)
+    assert before, "dvc repro produced no Parquet"
+    # every data stage again (model training stages are checked by their own tests)
+    data_stages = (
+        "download",
+        "normalize",
+        "derive",
+        "annotate",
+        "graphs",
+        "annotate_model",
+        "graphs_model",
+        "kbest",
+    )
+    code = "from flows.reproduce import planned_stages; print(' '.join(planned_stages()))"
+    stages = [
+        s
+        for s in run_ok([sys.executable, "-c", code], repo, env).split()
+        if s.split("@")[0] in data_stages
+    ]
+    run_ok([sys.executable, "-m", "dvc", "repro", "--force", "--single-item", *stages], repo, env)
+    assert _digests(repo) == before
+
+
+def test_single_stage_rerun_and_metrics_plots(fresh_repo, tmp_path):
+    repo, env = fresh_repo
+    out = run_ok(
+        [sys.executable, "-m", "dvc", "repro", "--force", "--single-item", "stats@synthetic"],
+        repo,
+        env,
+    )
+    assert "Running stage 'stats@synthetic'" in out and "normalize@synthetic'" not in out.replace(
+        "skipping", ""
+    )
+    shown = json.loads(
+        run_ok([sys.executable, "-m", "dvc", "metrics", "show", "--json"], repo, env)
+    )
+    workspace = next(iter(shown.values()))["data"]  # the workspace entry (key "" in DVC 3)
+    assert "metrics/corpora/synthetic.json" in workspace
+    assert workspace["metrics/corpora/synthetic.json"]["data"]["train"]["documents"] > 0
+    run_ok([sys.executable, "-m", "dvc", "plots", "show", "-o", str(tmp_path / "plots")], repo, env)
+    assert (tmp_path / "plots" / "index.html").exists()
+
+
+def test_mlflow_run_tagged_with_git_sha_and_lock_hash(fresh_repo):
+    repo, env = fresh_repo
+    code = (
+        "import mlflow, json; mlflow.set_tracking_uri('sqlite:///mlflow.db');"
+        "runs = mlflow.search_runs(experiment_names=['corpora'], output_format='list');"
+        "print(json.dumps([{**r.data.tags, 'name': r.info.run_name,"
+        " 'params': r.data.params} for r in runs]))"
+    )
+    runs = json.loads(run_ok([sys.executable, "-c", code], repo, env).strip().splitlines()[-1])
+    names = {r["name"] for r in runs}
+    assert "stats/synthetic" in names
+    head = run_ok(["git", "rev-parse", "HEAD"], repo, env).strip()
+    tagged = [r for r in runs if r["name"] == "stats/synthetic"]
+    assert all(r["git_sha"].startswith(head) for r in tagged)
+    assert all(r["dvc_stage"] == "stats@synthetic" for r in tagged)
+    # the tag is the md5 of the stage's dvc.lock entry (cmd, deps, params; outs excluded)
+    entry = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]["stats@synthetic"]
+    entry.pop("outs", None)
+    expected = hashlib.md5(json.dumps(entry, sort_keys=True, default=str).encode()).hexdigest()
+    assert tagged[-1]["dvc_lock_hash"] == expected
+    assert tagged[-1]["params"]["normalize.seed"] == "13"
+
+
+def test_reproduce_flow_walks_dvc_stages_in_order(fresh_repo):
+    repo, env = fresh_repo
+    code = "from flows.reproduce import planned_stages; print(' '.join(planned_stages()))"
+    order = run_ok([sys.executable, "-c", code], repo, env).split()
+    for corpus in ("synthetic", "handmade"):
+        i, j, k = (order.index(f"{stage}@{corpus}") for stage in ("download", "normalize", "stats"))
+        assert i < j < k
+    out = run_ok([sys.executable, "-m", "flows.reproduce"], repo, env)
+    assert "Running stage" not in out  # everything up to date: each DVC stage is a no-op
+
+
+def test_bad_raw_line_fails_stage_with_file_and_line(fresh_repo):
+    repo, env = fresh_repo
+    raw = repo / "data" / "raw" / "synthetic" / "dev.jsonl"
+    docs = repo / "data" / "docs" / "synthetic"
+    before = _digests(repo)
+    original = raw.read_bytes()
+    lines = original.split(b"\n")
+    lines[2] = lines[2][: len(lines[2]) // 2]  # truncate line 3
+    raw.chmod(0o644)
+    raw.write_bytes(b"\n".join(lines))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "flows.normalize", "--corpus", "synthetic"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        raw.write_bytes(original)
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "dev.jsonl:3" in last and "Traceback" not in proc.stderr
+    assert _digests(repo) == before  # the previous outputs are untouched
+    assert sorted(p.name for p in docs.parent.iterdir() if p.name.startswith(".")) == []
+
+
+def test_annotation_and_graphs_of_the_embedded_default(fresh_repo):
+    import pyarrow.parquet as pq
+    import yaml
+
+    repo, _ = fresh_repo
+    runs = yaml.safe_load((repo / "params.yaml").read_text())["annotate"]["runs"]
+    for run, entry in runs.items():
+        mentions = pq.read_table(repo / "data" / "mentions" / run / "mentions.parquet")
+        assert mentions.num_rows > 0 and set(mentions.column("annotator").to_pylist()) == {
+            entry["annotator"]
+        }
+        graphs = pq.read_table(repo / "data" / "graphs" / run / "graphs.parquet")
+        items = pq.read_table(repo / "data" / "docs" / entry["corpus"] / "items.parquet")
+        docs = pq.read_table(repo / "data" / "docs" / entry["corpus"] / "documents.parquet")
+        assert graphs.num_rows == (items.num_rows or docs.num_rows)
+        assert b"forward_edge_types" in graphs.schema.metadata
+        for view in ("entitynlm", "corelm"):
+            assert (
+                pq.read_table(repo / "data" / "graphs" / run / f"{view}.parquet").num_rows
+                >= docs.num_rows
+            )
+        metrics = json.loads((repo / "metrics" / "annotation" / f"{run}.json").read_text())
+        assert metrics["documents"] == docs.num_rows
+        if entry["annotator"] != "gold":
+            assert 0.3 < metrics["dev"]["conll_f1"] < 1.0  # scored against gold on dev
+    gold = pq.read_table(repo / "data" / "mentions" / "synthetic-gold" / "mentions.parquet")
+    corpus = pq.read_table(repo / "data" / "docs" / "synthetic" / "mentions.parquet")
+    assert gold.num_rows == corpus.num_rows
+
+
+def test_interrupted_annotation_resumes_from_finished_shards(fresh_repo):
+    repo, env = fresh_repo
+    run = "synthetic-entity-id"
+    out = repo / "data" / "mentions" / run / "mentions.parquet"
+    before = out.read_bytes()
+    # a run that finished only its first shard before being killed
+    code = (
+        "from tasks.annotation.stage import plan, annotate_shard\n"
+        f"p = plan('{run}')\n"
+        f"annotate_shard('{run}', 0, p.shards[0]['doc_ids'], p.fingerprint)\n"
+        "print(len(p.shards))\n"
+    )
+    shards = int(run_ok([sys.executable, "-c", code], repo, env).split()[-1])
+    assert shards > 1
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.annotate", "--run", run],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.count("[reused from cache]") == 1
+    assert f"{shards}/{shards} shards done" in proc.stderr
+    assert out.read_bytes() == before  # same bytes as the uninterrupted run
+    assert not any((repo / "data" / "cache" / "annotate" / run).iterdir())  # cache cleared

@@ -1,0 +1,310 @@
+"""The report stage: the paper yaml, rendering from small metrics fixtures, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import flows.report as report_flow
+from tasks.core.config import REPO_ROOT
+from tasks.core.errors import DataError
+from tasks.report import tables as report
+
+SPEC = REPO_ROOT / "tasks" / "paper_results.yaml"
+PAPERS = REPO_ROOT.parent / "shared" / "papers"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return report.load_spec(SPEC)
+
+
+def _table(spec, table_id):
+    return next(t for t in spec["tables"] if t["id"] == table_id)
+
+
+def _row(spec, table_id, model):
+    return next(r for r in _table(spec, table_id)["rows"] if r.get("model") == model)
+
+
+def _write(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def _reader(model, task, corpus, test_error, dev_acc=0.9, seeds=3, **extra):
+    """A metrics/mage/<model>/<task>.json as models/mage/train.py summarize writes it."""
+    return {
+        "model": model,
+        "task": task,
+        "dataset": f"{corpus}/{task}",
+        "dev_acc": dev_acc,
+        "dev_error": 1 - dev_acc,
+        "test_acc": 1 - test_error,
+        "test_error": test_error,
+        "test_error_mean": test_error,
+        "test_error_std": 0.01,
+        "seeds": seeds,
+        "selected_seed": 2,
+        **extra,
+    }
+
+
+def _coref(encoder, test_f1, dev_f1, seeds=2):
+    """A metrics/coref/<encoder>.json as models/coref/train.py summarize writes it."""
+    scores = {"muc_f1": 0.7, "bcub_f1": 0.6, "ceafe_f1": 0.5, "muc_p": 0.8, "muc_r": 0.62}
+    return {
+        "encoder": encoder,
+        "dataset": "gum+litbank",
+        "embeddings": "glove",
+        "seeds": seeds,
+        "selected_seed": 1,
+        "dev": {"conll_f1": {"mean": dev_f1, "std": 0.01}},
+        "test": {
+            "conll_f1": {"mean": test_f1, "std": 0.02},
+            **{k: {"mean": v, "std": 0.0} for k, v in scores.items() if k.endswith("f1")},
+        },
+        "selected": {"test": {"conll_f1": test_f1, **scores}, "dev": {"conll_f1": dev_f1}},
+    }
+
+
+@pytest.fixture
+def metrics(tmp_path):
+    """Small metrics trees: two bAbI tasks of bigru, one of an unmapped model, LAMBADA with
+    subsets, the synthetic embedded default, a run of no table, and two of three encoders."""
+    mage, coref = tmp_path / "mage", tmp_path / "coref"
+    _write(mage / "bigru" / "qa1.json", _reader("bigru", "qa1", "babi", 0.125))
+    _write(mage / "bigru" / "qa2.json", _reader("bigru", "qa2", "babi", 0.03))
+    _write(mage / "bigru-mage32" / "qa1.json", _reader("bigru-mage32", "qa1", "babi", 0.0))
+    subsets = {"context": {"dev_acc": 0.5, "test_acc": 0.25, "n": 4}}
+    _write(
+        mage / "ga" / "lambada.json",
+        _reader("ga", "lambada", "lambada", 0.6, 0.375, 1, subsets=subsets),
+    )
+    _write(mage / "ga-mage16" / "qa3.json", _reader("ga-mage16", "qa3", "babi-mix", 0.02))
+    notes = {"train": "carved from dev"}
+    _write(
+        mage / "bigru" / "syn2.json", _reader("bigru", "syn2", "synthetic", 0.5, split_notes=notes)
+    )
+    _write(mage / "bigru" / "wt2.json", _reader("bigru", "wt2", "wikitext2", 0.5))
+    _write(coref / "baseline.json", _coref("baseline", 0.60, 0.58))
+    _write(coref / "asl.json", _coref("asl", 0.61, 0.585))
+    return {"mage": str(mage), "coref": str(coref)}
+
+
+def _build(tmp_path, metrics, name="results.md") -> str:
+    cfg = {
+        "paper_results": str(SPEC),
+        "metrics": metrics,
+        "output": str(tmp_path / "out" / name),
+        "annotation": "babi-entity-id",
+    }
+    return report.build(cfg).read_text(encoding="utf-8")
+
+
+def _line(text: str, start: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(start))
+
+
+# --------------------------------------------------------------------------- the yaml
+
+
+def test_every_paper_table_names_its_paper_and_numbers_are_floats(spec):
+    raw = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+    assert {t["kind"] for t in spec["tables"]} == set(report.KINDS)
+    for table, raw_table in zip(spec["tables"], raw["tables"], strict=True):
+        if table["kind"] == "runs":
+            continue
+        paper = spec["papers"][table["paper"]]
+        assert paper["file"].endswith(".txt") and table["table"].startswith("Table ")
+        for row, raw_row in zip(table["rows"], raw_table["rows"], strict=True):
+            values = raw_row.get("values")
+            printed = values if isinstance(values, list) else list((values or {}).values())
+            assert all(type(v) is float for v in printed), (table["id"], row["paper_row"])
+            assert row["values"] or row.get("printed"), row
+            assert row.get("avg") is None or type(raw_row["avg"]) is float
+            assert row.get("failed") is None or type(row["failed"]) is int
+    models = {r["model"] for t in spec["tables"] for r in t.get("rows", []) if r.get("model")}
+    # params.yaml train_mage.models keys the paper rows must cover
+    assert {"bigru", "bigru-onehot", "bigru-mage16", "ga", "ga-dagrnn", "ga-mage-shared"} <= models
+    assert {"ga-mage16", "baseline", "lsl", "asl"} <= models
+
+
+def _printed(value: float, digits: int) -> str:
+    return str(int(value)) if digits == 3 and value == int(value) else f"{value:.{digits}f}"
+
+
+def test_transcribed_numbers_appear_in_the_paper_text(spec):
+    """Each row's numbers, formatted as the paper prints them, occur in that order in the
+    paper's text extraction: a typo in the yaml fails here."""
+    if not PAPERS.is_dir():
+        pytest.skip(f"papers directory not found ({PAPERS})")
+    checked = 0
+    for table in spec["tables"]:
+        if table["kind"] == "runs":
+            continue
+        text = " ".join((PAPERS / spec["papers"][table["paper"]]["file"]).read_text().split())
+        digits = int(table.get("digits", 1))
+        for row in table["rows"]:
+            keys = table["columns"] if table["kind"] != "accuracy" else None
+            keys = keys or [c["key"] for c in table["columns"]]
+            numbers = [_printed(row["values"][k], digits) for k in keys if k in row["values"]]
+            if table["id"] == "mage-babi-mix":
+                numbers = [_printed(row["avg"], 1), *numbers]  # printed "Average  Task 3"
+            elif row.get("avg") is not None:
+                numbers += [_printed(row["avg"], 1), str(row["failed"])]
+            wanted = " ".join(numbers) if numbers else row["printed"]
+            assert f" {wanted} " in f" {text} ", (table["id"], row["paper_row"], wanted)
+            checked += 1
+    assert checked == 10 + 3 + 11 + 8 + 6  # rows of MAGE Tables 1, 2, 3, 5; Luo & Glass Table 1
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        (lambda s: s["tables"][0].pop("paper"), "needs 'paper'"),
+        (lambda s: s["tables"][0]["rows"][0]["values"].__setitem__(0, "0.1"), "not a number"),
+        (lambda s: s["tables"][0]["rows"][0]["values"].pop(), "19 values, 20 columns"),
+        (lambda s: s["tables"][2]["rows"][2]["values"].__setitem__("val", 0.5), "unknown col"),
+    ],
+)
+def test_bad_paper_yaml_names_the_file_and_table(tmp_path, patch, message):
+    raw = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+    patch(raw)
+    bad = tmp_path / "paper_results.yaml"
+    bad.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        report.load_spec(bad)
+    assert str(bad) in str(err.value) and message in str(err.value)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_babi_cells_means_and_failed_counts_over_measured_tasks(tmp_path, metrics, spec):
+    text = _build(tmp_path, metrics)
+    paper = _row(spec, "mage-babi", "bigru")["values"]
+    p1, p2 = paper["qa1"], paper["qa2"]
+    assert f"| 1 (`qa1`) | 12.5 ({p1:.1f}) |" in text
+    assert f"| 2 (`qa2`) | 3.0 ({p2:.1f}) |" in text
+    # an unmeasured model reads "—" beside the paper's number
+    ga1 = _row(spec, "mage-babi", "ga")["values"]["qa1"]
+    assert f"— ({ga1:.1f})" in _line(text, "| 1 (`qa1`)")
+    # a measured model with no paper row gets its own column
+    assert "`bigru-mage32` (no paper row)" in text
+    mean = _line(text, "| Mean error over the tasks we measured")
+    assert f"| {(12.5 + 3.0) / 2:.1f} ({(p1 + p2) / 2:.1f}) over 2 tasks |" in mean
+    fails = _line(text, "| Failed tasks (> 5% error)")
+    assert f"| 1 of 2 ({sum(v > 5 for v in (p1, p2))}) |" in fails
+    assert "- bi-GRU `bigru`: qa1, qa2" in text
+    assert "the paper's printed Avg is over all 20 tasks" in text
+    assert "babi-entity-id" in text  # the annotation run the readers used
+
+
+def test_a_sampled_test_set_points_to_the_dev_error(tmp_path, metrics):
+    assert "Test sets under 100 questions" not in _build(tmp_path, metrics)
+    small = _reader("bigru", "qa2", "babi", 0.5, dev_acc=0.45, test_n=10)
+    _write(Path(metrics["mage"]) / "bigru" / "qa2.json", small)
+    text = _build(tmp_path / "again", metrics)
+    assert "`bigru` qa2 (10 questions, dev error 55.0%)" in text
+
+
+def test_babi_mix_runs_go_to_table_2_only(tmp_path, metrics, spec):
+    text = _build(tmp_path, metrics)
+    table1, table2 = text.split("## Dhingra et al. (MAGE-GRU), Table ")[1:3]
+    shared = _row(spec, "mage-babi-mix", "ga-mage-shared")["values"]["qa3"]
+    mix = _row(spec, "mage-babi-mix", "ga-mage16")
+    assert f"| 3 (`qa3`) | — ({shared:.1f}) | 2.0 ({mix['values']['qa3']:.1f}) |" in table2
+    assert f"{mix['avg']:.1f}" in _line(table2, "| Paper Avg")
+    qa3 = _row(spec, "mage-babi", "ga-mage16")["values"]["qa3"]
+    assert f"| — ({qa3:.1f}) |" in _line(table1, "| 3 (`qa3`)")
+    assert "2.0 (" not in _line(table1, "| 3 (`qa3`)")
+
+
+def test_accuracy_tables_read_subsets_and_fall_back_to_top_level(tmp_path, metrics, spec):
+    text = _build(tmp_path, metrics)
+    paper = _row(spec, "mage-lambada", "ga")["values"]
+    line = _line(text, "| GA | `ga` |")
+    assert f"0.500 ({paper['context_val']:.3f})" in line  # subsets.context.dev_acc
+    assert f"0.250 ({paper['context_test']:.3f})" in line
+    assert f"0.375 ({paper['all_val']:.3f})" in line  # no subsets.all: top-level dev_acc
+    cnn = _row(spec, "mage-cnn", "ga")["values"]
+    assert f"| GA ‡ | `ga` | — ({cnn['val']:.3f}) | — ({cnn['test']:.3f}) |" in text
+    assert 'printed "0.118"' in text
+
+
+def test_coref_means_deltas_and_criterion(tmp_path, metrics, spec):
+    text = _build(tmp_path, metrics)
+    base = _row(spec, "coref-conll2012", "baseline")["values"]["avg_f1"]
+    asl = _row(spec, "coref-conll2012", "asl")["values"]["avg_f1"]
+    lsl = _row(spec, "coref-conll2012", "lsl")["values"]["avg_f1"]
+    baseline = _line(text, "| Lee et al. (2017) | `baseline` | 2 |")
+    assert f"| 60.0 ± 2.0 ({base:.1f}) | 58.0 ± 1.0 |" in baseline  # test ours (paper), dev
+    delta = _line(text, "| `asl` − `baseline` |")  # ours test, ours dev, paper, criterion
+    assert delta.endswith(f"| +1.00 | +0.50 | {asl - base:+.1f} | test ≥ +0.6: met |")
+    # lsl has no metrics file: its delta and cells read "—"
+    assert f"| `lsl` − `baseline` | — | — | {lsl - base:+.1f} | — |" in text
+    assert f"| E2E-CR + LSL | `lsl` | — | — ({lsl:.1f}) |" in text
+    assert "`gum+litbank`" in text and "OntoNotes" in text
+
+
+def test_embedded_default_and_unmatched_runs_are_listed(tmp_path, metrics):
+    text = _build(tmp_path, metrics)
+    embedded = text.split("## Embedded default")[1].split("## ")[0]
+    assert "synthetic/syn2" in embedded and "wikitext2" not in embedded
+    assert "train: carved from dev" in embedded  # the metrics' split_notes
+    other = text.split("## Other measured runs")[1]
+    assert "wikitext2/wt2" in other and "synthetic/syn2" not in other
+
+
+def test_missing_metrics_dirs_give_dashes_not_a_crash(tmp_path):
+    missing = {"mage": str(tmp_path / "no-mage"), "coref": str(tmp_path / "no-coref")}
+    text = _build(tmp_path, missing)
+    assert "| 1 (`qa1`) | — (" in text
+    assert "| `asl` − `baseline` | — | — |" in text
+    assert "No metrics files matched" in text and "## Other measured runs" not in text
+
+
+def test_bad_metrics_json_names_the_file(tmp_path, metrics):
+    bad = Path(metrics["mage"]) / "ga" / "cnn.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        _build(tmp_path, metrics)
+    assert "cnn.json:1" in str(err.value)
+
+
+def test_output_is_deterministic(tmp_path, metrics):
+    first = _build(tmp_path, metrics, "a.md")
+    # same metrics written again in another order: same bytes
+    for path in sorted(Path(metrics["mage"]).rglob("*.json"), reverse=True):
+        path.write_text(json.dumps(json.loads(path.read_text()), indent=1), encoding="utf-8")
+    assert _build(tmp_path, metrics, "b.md") == first
+    assert (tmp_path / "out" / "a.md").read_bytes() == (tmp_path / "out" / "b.md").read_bytes()
+
+
+def test_flow_writes_the_report(tmp_path, metrics, monkeypatch):
+    cfg = {
+        "paper_results": str(SPEC),
+        "metrics": metrics,
+        "output": str(tmp_path / "flow.md"),
+        "annotation": None,
+    }
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    monkeypatch.setattr(report, "settings", lambda: cfg)
+    report_flow.main([])
+    assert (tmp_path / "flow.md").read_text(encoding="utf-8").startswith("# Results beside")
+
+
+def test_flow_names_a_missing_paper_file_in_one_error_line(tmp_path, monkeypatch, capsys):
+    cfg = {"paper_results": str(tmp_path / "nope.yaml"), "output": str(tmp_path / "x.md")}
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    monkeypatch.setattr(report, "settings", lambda: cfg)
+    with pytest.raises(SystemExit) as exit_:
+        report_flow.main([])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: ") and "nope.yaml" in err and "report.paper_results" in err
+    assert not (tmp_path / "x.md").exists()
