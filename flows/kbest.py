@@ -2,7 +2,7 @@
 
     python -m flows.kbest --corpus inscript
 
-params.yaml kbest names the checkpoint (artifacts/coref/<encoder>/seed<seed>/best.pt, written
+params.yaml kbest names the checkpoint (artifacts/train_coref/<encoder>/seed<seed>/best.pt, written
 by train_coref), k (Ji et al. 2017 §5.2: 100) and the splits; data/docs/<corpus>/ is read and
 data/kbest/<corpus>/kbest.parquet (tasks/core/schema.py KBEST) + metrics/kbest/<corpus>.json are
 written. The heuristic and the table are models/coref/kbest.py's.

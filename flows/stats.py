@@ -29,7 +29,7 @@ def log_stats(corpus: str, metrics: dict, metrics_path: str) -> None:
     import mlflow
 
     with tracked_run(
-        "corpora", "stats", corpus, run_params={"normalize": ingest.normalize_settings(corpus)}
+        "stats", corpus, dataset=corpus, run_params={"normalize": ingest.normalize_settings(corpus)}
     ):
         for split, values in metrics.items():
             mlflow.log_metrics({f"{split}.{k}": float(v) for k, v in values.items()})

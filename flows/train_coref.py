@@ -5,8 +5,9 @@
 params.yaml train_coref names the corpora (GUM + LitBank by default; data/docs/<corpus>/),
 the shared model settings, each encoder's overrides, the training settings and the seeds.
 Each seed trains the E2E model (models/coref/train.py) with dev-CoNLL-F1 model selection and
-writes artifacts/coref/<encoder>/seed<k>/{best.pt,last.pt,curve.json,metrics.json}, one
-MLflow run (experiment "coref"); metrics/coref/<encoder>.json summarizes the seeds run.
+writes artifacts/train_coref/<encoder>/seed<k>/{best.pt,last.pt,history.json,metrics.json},
+one MLflow run per seed (experiment "train_coref", run "train_coref@<encoder>/seed<k>");
+metrics/train_coref/<encoder>.json summarizes the seeds run.
 """
 
 from __future__ import annotations
@@ -26,16 +27,16 @@ train_seed = task(stage.train_seed, name="train-coref-seed")
 
 @flow(name="train-coref")
 def train_coref(encoder: str, seed: int | None = None) -> dict:
-    cfg = stage.settings()
+    cfg = stage.settings()  # every setting checked before any work
     stage.encoder_model_cfg(cfg, encoder)  # fail early on an unknown encoder
-    splits = load_splits(cfg["corpora"], drop_singletons=cfg["drop_singletons"])
+    splits = load_splits(cfg.corpora, drop_singletons=cfg.drop_singletons)
     log.info(
         "%s on %s: %s documents",
         encoder,
-        "+".join(cfg["corpora"]),
+        "+".join(cfg.corpora),
         {split: len(docs) for split, docs in splits.items()},
     )
-    seeds = [seed] if seed is not None else [int(s) for s in cfg["seeds"]]
+    seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
     results = [train_seed(encoder, s, splits, cfg) for s in seeds]
     summary = stage.summarize(encoder, results)
     write_json(stage.metrics_path(encoder), summary)

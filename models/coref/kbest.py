@@ -21,7 +21,7 @@ closure of the links; two trees are the same when they induce the same set of ch
 Output rows, one per (document, rank): see KBEST_SCHEMA.
 
 The DVC stage `kbest@<corpus>` (export_corpus; params.yaml kbest) runs the checkpoint
-artifacts/coref/<encoder>/seed<seed>/best.pt over data/docs/<corpus>/ and writes
+artifacts/train_coref/<encoder>/seed<seed>/best.pt over data/docs/<corpus>/ and writes
 data/kbest/<corpus>/kbest.parquet + metrics/kbest/<corpus>.json. Long documents go through
 the model's windowed encoder (CorefConfig.encode_window sentences at a time).
 """
@@ -212,7 +212,7 @@ def settings() -> dict[str, Any]:
 
 
 def checkpoint_path(cfg: Mapping[str, Any]) -> Path:
-    """artifacts/coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
+    """artifacts/train_coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
     from models.coref.train import BEST, artifact_dir
 
     return artifact_dir(str(cfg["encoder"]), int(cfg["seed"])) / BEST

@@ -27,13 +27,15 @@ Devices: CUDA with autocast (float16 + GradScaler) when available, else CPU in f
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
-import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -51,82 +53,89 @@ from models.coref.data import (
     tensorize,
 )
 from models.coref.model import CorefConfig, CorefModel
-from tasks.annotation.annotators.base import (
-    Annotation,
-    Annotator,
-    Doc,
-    check_settings,
-    link_queries,
-)
 from tasks.core import checkpoints as _ckpt
 from tasks.core import storage
-from tasks.core.checkpoints import (
-    CheckpointMismatchError,
-    pick_device,
-    seed_everything,
-)
-from tasks.core.checkpoints import (
-    config_diff as _diff,
-)
-from tasks.core.checkpoints import (
-    jsonable as _jsonable,
-)
-from tasks.core.config import with_defaults
+from tasks.core.checkpoints import CheckpointMismatchError, jsonable, seed_everything
+from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
+from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+from tasks.core.tracking import log_metrics, log_params, tracked_run
 from tasks.evaluation.coref import as_metrics, score_coreference
+from tasks.training.loop import (
+    BEST,
+    HISTORY,
+    LAST,
+    LoopSettings,
+    Precision,
+    StepOutput,
+    fit,
+    load_best,
+    torch_threads,
+)
 
 log = logging.getLogger("corefrepro.train_coref")
 
-BEST, LAST, CURVE = "best.pt", "last.pt", "curve.json"
 EVAL_METRICS = ("muc", "bcub", "ceafe", "mentions")
-# Settings of the model that are not CorefConfig fields (they shape the vocabulary/embeddings).
-EMBEDDING_DEFAULTS: dict[str, Any] = {
-    "glove_path": None,  # GloVe text file, a GloVe name to fetch (coref_data.GLOVE_NAMES), or null
-    "freeze_embeddings": None,  # None: frozen with GloVe, trained when random
-    "min_count": 1,  # train-word frequency for the vocabulary
-}
-MODEL_DEFAULTS: dict[str, Any] = {
-    **{
-        k: v
-        for k, v in CorefConfig(vocab_size=2, num_chars=2, num_genres=1).to_dict().items()
-        if k not in ("vocab_size", "num_chars", "num_genres")
-    },
-    **EMBEDDING_DEFAULTS,
-}
+
+
+@dataclass
+class CorefEmbeddings:
+    """Settings of the model that are not CorefConfig fields (vocabulary and embeddings)."""
+
+    glove_path: str | None = None  # GloVe text file, a GloVe name (data.GLOVE_NAMES), or null
+    freeze_embeddings: bool | None = None  # None: frozen with GloVe, trained when random
+    min_count: int = 1  # train-word frequency for the vocabulary
+
+
+_VOCAB_FIELDS = ("vocab_size", "num_chars", "num_genres")
+# params.yaml train_coref.model (+ encoders.<name>): CorefConfig's fields but the vocabulary
+# sizes, plus the embedding settings; parsed strictly (a typo is refused, with the key path)
+CorefModelSettings = make_dataclass(
+    "CorefModelSettings",
+    [(f.name, f.type, field(default=f.default)) for f in fields(CorefConfig)
+     if f.name not in _VOCAB_FIELDS]
+    + [(f.name, f.type, field(default=f.default)) for f in fields(CorefEmbeddings)],
+)  # fmt: skip
+CorefModelSettings.__module__ = __name__  # its annotations resolve here (builtins only)
+EMBEDDING_DEFAULTS: dict[str, Any] = settings_to_dict(CorefEmbeddings())
+MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(CorefModelSettings())
 # Memory-only settings: results do not depend on them, so a checkpoint may be loaded with others.
 RUNTIME_KEYS = ("encode_window", "pair_chunk")
-TRAIN_DEFAULTS: dict[str, Any] = {
-    "epochs": 20,
-    "learning_rate": 1e-3,
-    "decay_rate": 0.999,
-    "decay_frequency": 100,  # optimizer steps
-    "max_gradient_norm": 5.0,
-    "max_sentences": 40,  # training crop (L&G §4.1)
-    "seed": 1,
-    "patience": None,  # epochs without a better dev CoNLL F1 before stopping (None: never)
-    "exclude_singletons": True,  # CoNLL-2012 scoring convention
-    "device": "auto",  # auto | cpu | cuda
-    "amp": True,  # float16 autocast on CUDA
-    "threads": None,  # torch intra-op threads on CPU (None: leave as is)
-    "resume": True,  # continue from <out_dir>/last.pt when present (same configuration)
-    "max_steps_per_epoch": None,  # cap documents per epoch (quick runs); None = all
-    "log_every_s": 60.0,
-}
+
+
+@dataclass
+class CorefTrain(LoopSettings):
+    """params.yaml train_coref.train (Lee et al. 2017 §7.1, their released code; L&G §4.1)."""
+
+    epochs: int = 20
+    patience: int | None = None  # epochs without a better dev CoNLL F1 (None: never stop)
+    lr: float = 1e-3
+    decay_rate: float = 0.999  # learning rate x decay_rate every decay_frequency steps
+    decay_frequency: int = 100  # optimizer steps
+    clip: float = 5.0  # max gradient norm
+    max_sentences: int = 40  # training crop (L&G §4.1)
+    exclude_singletons: bool = True  # CoNLL-2012 scoring convention
+    amp_dtype: Literal["bfloat16", "float16"] = "float16"
+    resume: bool = True  # continue from <out_dir>/last.pt when its fingerprint matches
+    max_steps_per_epoch: int | None = None  # cap documents per epoch (quick runs); None = all
+
+
+TRAIN_DEFAULTS: dict[str, Any] = settings_to_dict(CorefTrain())
 
 
 # --------------------------------------------------------------------------- configuration
 
 
 def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    cfg = with_defaults(MODEL_DEFAULTS, model_cfg, "train_coref model")
+    cfg = settings_to_dict(parse_settings(CorefModelSettings, model_cfg, "train_coref model"))
     if cfg["freeze_embeddings"] is None:
         cfg["freeze_embeddings"] = cfg["glove_path"] is not None
     cfg["char_filter_widths"] = list(cfg["char_filter_widths"])
     return cfg
 
 
-def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    return with_defaults(TRAIN_DEFAULTS, train_cfg, "train_coref train")
+def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> CorefTrain:
+    return parse_settings(CorefTrain, train_cfg, "train_coref train")
 
 
 def model_config(mcfg: Mapping[str, Any], vocab: CorefVocab) -> CorefConfig:
@@ -250,26 +259,76 @@ def prepare_vocab(
     return vocab, pretrained, info
 
 
-# Training settings a run may NOT change when it resumes (epochs may grow; device, threads and
-# amp do not change what is learned beyond float noise; resume itself is the switch).
-_NOT_RESUME_KEYS = ("epochs", "resume", "device", "threads", "amp")
+class CorefRecipe:
+    """The coreference model's part of the shared loop (tasks/training/loop.py): one
+    (cropped) document per step in a seeded order, Adam with Lee et al.'s step decay, the
+    marginal log-likelihood of gold antecedents, dev CoNLL F1 as the selection rule."""
 
+    log_keys = ("conll_f1", "mentions_f1")
 
-def _resume_signature(tcfg: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in sorted(tcfg.items()) if k not in _NOT_RESUME_KEYS}
+    def __init__(self, splits, mcfg: Mapping[str, Any], tcfg: CorefTrain, vocab, pretrained):
+        self.splits, self.mcfg, self.tcfg, self.vocab = splits, dict(mcfg), tcfg, vocab
+        self.model = CorefModel(model_config(mcfg, vocab))
+        if pretrained is not None:
+            self.model.load_pretrained(
+                pretrained.vectors, pretrained.found, bool(mcfg["freeze_embeddings"])
+            )
+        self.rng = random.Random(tcfg.seed)
+        self.info: dict[str, Any] = {}
 
-
-def _check_resumable(path: Path, ckpt: Mapping[str, Any], tcfg: Mapping[str, Any]) -> None:
-    """A last.pt continues this run only if it was trained under the same training settings
-    and has not already passed the requested epochs (fewer epochs = a different run)."""
-    saved = ckpt.get("train")
-    diffs = [] if saved is None else _diff(saved, _resume_signature(tcfg))
-    if ckpt["state"]["epoch"] > int(tcfg["epochs"]):
-        diffs.append(f"epochs: {ckpt['state']['epoch']} done > {tcfg['epochs']} requested")
-    if diffs:
-        raise CheckpointMismatchError(
-            f"{path}: trained under other training settings: " + "; ".join(diffs)
+    def optimizer(self) -> tuple[torch.optim.Optimizer, Any]:
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.Adam(trainable, lr=self.tcfg.lr)
+        rate, every = self.tcfg.decay_rate, self.tcfg.decay_frequency
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: rate ** (step // every)
         )
+
+    def batches(self, epoch: int) -> Iterator[CorefDocument]:
+        train = self.splits["train"]
+        order = list(range(len(train)))
+        self.rng.shuffle(order)
+        if self.tcfg.max_steps_per_epoch:
+            order = order[: self.tcfg.max_steps_per_epoch]
+        for index in order:
+            yield crop_document(train[index], self.tcfg.max_sentences, self.rng)
+
+    def step(self, doc: CorefDocument, device: torch.device) -> StepOutput:
+        loss = self.model(tensorize(doc, self.vocab).to(device)).loss
+        return StepOutput(loss, {"loss_sum": float(loss.detach()), "loss_n": 1})
+
+    def evaluate(self, split: str, precision: Precision) -> dict[str, float]:
+        return evaluate(self.model, self.splits[split], self.vocab, device=precision.device,
+                        exclude_singletons=self.tcfg.exclude_singletons,
+                        autocast=precision.autocast)  # fmt: skip
+
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
+        return (dev["conll_f1"],), dev["conll_f1"]
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return checkpoint_config(self.mcfg, self.vocab)
+
+    def checkpoint_info(self) -> dict[str, Any]:
+        return {"vocab": self.vocab.to_dict(), **self.info}
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"config": self.checkpoint_config(), "data": documents_fingerprint(self.splits)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.getstate()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.rng.setstate(state["rng"])
+
+
+def documents_fingerprint(splits: Mapping[str, Sequence[CorefDocument]]) -> str:
+    """sha256 of the documents a run trains and selects on (tokens and gold clusters)."""
+    digest = hashlib.sha256()
+    for split in sorted(splits):
+        for doc in splits[split]:
+            blob = [split, doc.doc_id, list(doc.tokens), [list(map(list, c)) for c in doc.clusters]]
+            digest.update(json.dumps(blob).encode())
+    return digest.hexdigest()
 
 
 def train_and_evaluate(
@@ -284,9 +343,9 @@ def train_and_evaluate(
 ) -> dict[str, Any]:
     """Train on train_docs, select on dev CoNLL F1, score dev and test with the best model.
 
-    Writes <out_dir>/{best.pt,last.pt,curve.json}. log_metrics(metrics, step) receives one
+    Writes <out_dir>/{best.pt,last.pt,history.json}. log_metrics(metrics, step) receives one
     point of the learning curve per epoch (step = epoch) and the final scores (step None);
-    the flow passes MLflow's. Returns the metrics (dev, test, curve, embeddings, timings).
+    the stage passes MLflow's. Returns the metrics (dev, test, curve, embeddings, timings).
     """
     tcfg = resolve_train_cfg(train_cfg)
     mcfg = resolve_model_cfg(model_cfg)
@@ -295,155 +354,29 @@ def train_and_evaluate(
             f"coreference training needs train and dev documents "
             f"(got {len(train_docs)} train, {len(dev_docs)} dev)"
         )
-    threads_before = torch.get_num_threads()
-    if tcfg["threads"]:
-        torch.set_num_threads(int(tcfg["threads"]))
-    try:
-        return _train(train_docs, dev_docs, test_docs, mcfg, tcfg, Path(out_dir), log_metrics)
-    finally:
-        torch.set_num_threads(threads_before)
-
-
-def _train(
-    train_docs: Sequence[CorefDocument],
-    dev_docs: Sequence[CorefDocument],
-    test_docs: Sequence[CorefDocument],
-    mcfg: dict[str, Any],
-    tcfg: dict[str, Any],
-    out_dir: Path,
-    log_metrics: Callable[[Mapping[str, float], int | None], None] | None,
-) -> dict[str, Any]:
     started = time.perf_counter()
-    seed = int(tcfg["seed"])
-    seed_everything(seed)
-    device = pick_device(tcfg["device"])
-    use_amp = bool(tcfg["amp"]) and device.type == "cuda"
-
-    def autocast() -> Any:
-        return torch.autocast(device.type, dtype=torch.float16, enabled=use_amp)
-
-    vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
-    config = checkpoint_config(mcfg, vocab)
-    model = CorefModel(model_config(mcfg, vocab))
-    if pretrained is not None:
-        model.load_pretrained(pretrained.vectors, pretrained.found, bool(mcfg["freeze_embeddings"]))
-    model.to(device)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(trainable, lr=float(tcfg["learning_rate"]))
-    rate, every = float(tcfg["decay_rate"]), int(tcfg["decay_frequency"])
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: rate ** (step // every))
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
-    rng = random.Random(seed)
-
-    state = {"epoch": 0, "best_f1": -1.0, "best_epoch": -1, "curve": [], "bad_epochs": 0}
-    last_path = out_dir / LAST
-    ckpt = None
-    if tcfg["resume"] and last_path.exists():
-        try:
-            ckpt = load_checkpoint(last_path, config)
-            _check_resumable(last_path, ckpt, tcfg)
-        except CheckpointMismatchError as exc:
-            # the settings changed (e.g. dvc repro after a params.yaml edit): this is a new
-            # run, not a continuation; last.pt is overwritten after the first epoch
-            log.warning("not resuming: %s", exc)
-            ckpt = None
-    if ckpt is not None:
-        model.load_state_dict(ckpt["state_dict"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        schedule.load_state_dict(ckpt["schedule"])
-        rng.setstate(ckpt["rng"])
-        torch.set_rng_state(ckpt["torch_rng"])
-        state = ckpt["state"]
-        log.info("resuming from %s after epoch %d", last_path, state["epoch"])
-
-    while state["epoch"] < int(tcfg["epochs"]):
-        epoch = state["epoch"] + 1
-        epoch_start = time.perf_counter()
-        model.train()
-        order = list(range(len(train_docs)))
-        rng.shuffle(order)
-        if tcfg["max_steps_per_epoch"]:
-            order = order[: int(tcfg["max_steps_per_epoch"])]
-        total_loss, last_log = 0.0, time.perf_counter()
-        for step, index in enumerate(order, start=1):
-            doc = crop_document(train_docs[index], int(tcfg["max_sentences"]), rng)
-            with autocast():
-                loss = model(tensorize(doc, vocab).to(device)).loss
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(trainable, float(tcfg["max_gradient_norm"]))
-            scaler.step(optimizer)
-            scaler.update()
-            schedule.step()
-            total_loss += float(loss.detach())
-            if time.perf_counter() - last_log > float(tcfg["log_every_s"]):
-                last_log = time.perf_counter()
-                log.info(
-                    "epoch %d: %d/%d documents, mean loss %.3f",
-                    epoch,
-                    step,
-                    len(order),
-                    total_loss / step,
-                )
-        train_seconds = time.perf_counter() - epoch_start
-        dev = evaluate(
-            model, dev_docs, vocab, device=device,
-            exclude_singletons=bool(tcfg["exclude_singletons"]), autocast=autocast,
-        )  # fmt: skip
-        point = {
-            "epoch": epoch,
-            "train_loss": total_loss / max(len(order), 1),
-            "dev_conll_f1": dev["conll_f1"],
-            "dev_muc_f1": dev["muc_f1"],
-            "dev_bcub_f1": dev["bcub_f1"],
-            "dev_ceafe_f1": dev["ceafe_f1"],
-            "dev_mentions_f1": dev["mentions_f1"],
-            "learning_rate": schedule.get_last_lr()[0],
-            "train_seconds": train_seconds,
-            "epoch_seconds": time.perf_counter() - epoch_start,
-        }
-        state["curve"].append(point)
-        state["epoch"] = epoch
-        if log_metrics is not None:
-            log_metrics({k: v for k, v in point.items() if k != "epoch"}, epoch)
-        log.info(
-            "epoch %d: loss %.3f, dev CoNLL F1 %.2f (%.0fs)",
-            epoch, point["train_loss"], 100 * dev["conll_f1"], point["epoch_seconds"],
-        )  # fmt: skip
-        if dev["conll_f1"] > state["best_f1"]:
-            state.update(best_f1=dev["conll_f1"], best_epoch=epoch, bad_epochs=0)
-            save_checkpoint(
-                out_dir / BEST, model, config, vocab, epoch=epoch, dev=dev, embeddings=embeddings
-            )
-        else:
-            state["bad_epochs"] += 1
-        save_checkpoint(
-            last_path, model, config, vocab,
-            optimizer=optimizer.state_dict(), schedule=schedule.state_dict(),
-            rng=rng.getstate(), torch_rng=torch.get_rng_state(), state=state,
-            train=_resume_signature(tcfg),
-        )  # fmt: skip
-        storage.write_json(out_dir / CURVE, _jsonable(state["curve"]))
-        if tcfg["patience"] is not None and state["bad_epochs"] >= int(tcfg["patience"]):
-            log.info("no dev improvement for %d epochs: stopping", state["bad_epochs"])
-            break
-
-    best, _ = restore(load_checkpoint(out_dir / BEST, config))
-    best.to(device)
-    scoring = {"device": device, "exclude_singletons": bool(tcfg["exclude_singletons"])}
-    dev = evaluate(best, dev_docs, vocab, autocast=autocast, **scoring)
-    test = evaluate(best, test_docs, vocab, autocast=autocast, **scoring) if test_docs else {}
+    splits = {"train": train_docs, "dev": dev_docs, "test": test_docs}
+    with torch_threads(tcfg.threads):
+        seed_everything(tcfg.seed)
+        vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
+        recipe = CorefRecipe(splits, mcfg, tcfg, vocab, pretrained)
+        recipe.info = {"embeddings": embeddings}
+    result = fit(recipe, tcfg, out_dir, name=f"{mcfg['encoder']} seed {tcfg.seed}",
+                 log_metrics=log_metrics)  # fmt: skip
+    with torch_threads(tcfg.threads):
+        load_best(result, recipe)
+        dev = recipe.evaluate("dev", result.precision)
+        test = recipe.evaluate("test", result.precision) if test_docs else {}
     metrics = {
         "encoder": mcfg["encoder"],
-        "seed": seed,
+        "seed": tcfg.seed,
         "dev": dev,
         "test": test,
-        "best_epoch": state["best_epoch"],
-        "epochs_run": state["epoch"],
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
         "train_documents": len(train_docs),
         "vocab_size": len(vocab.words),
-        "device": str(device),
+        "device": str(result.precision.device),
         "wall_time_s": time.perf_counter() - started,
         **embeddings,
     }
@@ -451,76 +384,7 @@ def _train(
         final = {f"final_dev_{k}": v for k, v in dev.items()}
         final.update({f"final_test_{k}": v for k, v in test.items()})
         log_metrics(final, None)
-    return _jsonable(metrics)
-
-
-# --------------------------------------------------------------------------- the annotator
-
-ANNOTATOR_SETTINGS: dict[str, Any] = {
-    "checkpoint": None,  # required: a best.pt written by train_and_evaluate
-    "name": "model",  # the mentions table's annotator column
-    "device": "cpu",  # cpu | cuda | auto
-    "expect": {},  # model settings the checkpoint must have (e.g. {encoder: asl})
-    "encode_window": 64,  # sentences per encoder window (memory only)
-    "pair_chunk": 256,
-    # torch intra-op threads of the process (None: leave as is). The stage's workers are the
-    # parallelism: 2 workers x 1 thread fill 2 cores, 2 x torch's default would oversubscribe.
-    "threads": 1,
-}
-
-
-class CorefAnnotator(Annotator):
-    """The trained model as the `model` annotator (tasks/annotation/annotators/model.py plug-in).
-
-    Predicted clusters become the document's mentions; queries are linked to them with the
-    generic string linker (tasks/annotation/annotators/base.py link_queries).
-    """
-
-    def __init__(self, model: CorefModel, vocab: CorefVocab, name: str, device: torch.device):
-        self.model = model.to(device).eval()
-        self.vocab = vocab
-        self.name = name
-        self.device = device
-
-    def annotate_doc(self, doc: Doc) -> Annotation:
-        document = CorefDocument(
-            doc.doc_id, "", list(doc.tokens), list(doc.sentence_starts), doc.genre, doc.speakers
-        )
-        clusters = predict(self.model, [document], self.vocab, self.device)[doc.doc_id]
-        mentions = [(s, e, c) for c, cluster in enumerate(clusters) for s, e in cluster]
-        counts = {"model_clusters": len(clusters), "model_mentions": len(mentions)}
-        return Annotation(mentions, link_queries(doc, mentions), counts)
-
-
-def load_annotator(cfg: Mapping[str, Any]) -> CorefAnnotator:
-    """Factory for params.yaml annotate.annotators.model.factory = models.coref.train:load_annotator.
-
-    cfg: {"checkpoint": path, **settings} (ANNOTATOR_SETTINGS); `expect` entries are checked
-    against the checkpoint's configuration (CheckpointMismatchError on any difference).
-    """
-    cfg = {**ANNOTATOR_SETTINGS, **check_settings("model", dict(cfg), ANNOTATOR_SETTINGS)}
-    if not cfg["checkpoint"]:
-        raise CorefreproError(
-            "annotator 'model': no checkpoint given (annotate.annotators.model.checkpoint, "
-            "e.g. artifacts/coref/asl/seed1/best.pt)"
-        )
-    ckpt = load_checkpoint(cfg["checkpoint"])
-    expect = dict(cfg["expect"] or {})
-    if expect:
-        check_expected(cfg["checkpoint"], ckpt["config"], expect)
-    model, vocab = restore(ckpt, encode_window=cfg["encode_window"], pair_chunk=cfg["pair_chunk"])
-    if cfg["threads"]:
-        torch.set_num_threads(int(cfg["threads"]))
-    return CorefAnnotator(model, vocab, str(cfg["name"]), pick_device(cfg["device"]))
-
-
-def check_expected(path: str | Path, saved: Mapping, expect: Mapping) -> None:
-    """Refuse a checkpoint whose configuration differs from `expect` on any key it names."""
-    diffs = _diff({k: saved.get(k, "<absent>") for k in expect}, dict(expect))
-    if diffs:
-        raise CheckpointMismatchError(
-            f"{path}: checkpoint was trained under a different configuration: " + "; ".join(diffs)
-        )
+    return jsonable(metrics)
 
 
 # --------------------------------------------------------------------------- the DVC stage
@@ -528,91 +392,94 @@ def check_expected(path: str | Path, saved: Mapping, expect: Mapping) -> None:
 # encoders {name: model overrides}, train (TRAIN_DEFAULTS keys).
 
 
-STAGE_DEFAULTS: dict[str, Any] = {
-    "corpora": list(DEFAULT_CORPORA),
-    "drop_singletons": True,
-    "seeds": [1],
-    "model": {},
-    "encoders": {"baseline": {}, "lsl": {}, "asl": {}},
-    "train": {},
-}
+STAGE = "train_coref"
 
 
-def settings() -> dict[str, Any]:
-    from tasks.core.config import params
+@dataclass
+class TrainCorefSettings:
+    """params.yaml train_coref, checked whole before any training starts."""
 
-    return {**STAGE_DEFAULTS, **dict(params("train_coref") or {})}
+    corpora: list[str] = field(default_factory=lambda: list(DEFAULT_CORPORA))
+    drop_singletons: bool = True
+    seeds: list[int] = field(default_factory=lambda: [1])
+    model: dict[str, Any] = field(default_factory=dict)  # CorefModelSettings keys
+    encoders: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {"baseline": {}, "lsl": {}, "asl": {}}
+    )
+    train: dict[str, Any] = field(default_factory=dict)  # CorefTrain keys
+
+    def validate(self, path: str) -> None:
+        """The model settings of every encoder and the train settings parse."""
+        problems: list[str] = []
+        checks = [lambda: parse_settings(CorefTrain, self.train, f"{path}.train")]
+        checks += [
+            lambda name=name: parse_settings(
+                CorefModelSettings, {**self.model, **(self.encoders[name] or {})},
+                f"{path}.encoders.{name}" if self.encoders[name] else f"{path}.model",
+            )
+            for name in self.encoders
+        ]  # fmt: skip
+        for check in checks:
+            try:
+                check()
+            except ConfigError as exc:
+                problems.extend(p for p in exc.problems if p not in problems)
+        if problems:
+            raise ConfigError(problems)
+
+
+def settings() -> TrainCorefSettings:
+    return parse_settings(TrainCorefSettings, params(STAGE), STAGE)
 
 
 def artifact_dir(encoder: str, seed: int) -> Path:
-    from tasks.core.config import resolve_path
-
-    return resolve_path("artifacts/coref") / encoder / f"seed{seed}"
+    return resolve_path(f"artifacts/{STAGE}") / encoder / f"seed{seed}"
 
 
 def metrics_path(encoder: str) -> Path:
-    from tasks.core.config import resolve_path
-
-    return resolve_path("metrics/coref") / f"{encoder}.json"
+    return resolve_path(f"metrics/{STAGE}") / f"{encoder}.json"
 
 
-def encoder_model_cfg(cfg: Mapping[str, Any], encoder: str) -> dict[str, Any]:
-    encoders = cfg.get("encoders") or {}
-    if encoder not in encoders:
+def encoder_model_cfg(cfg: TrainCorefSettings, encoder: str) -> dict[str, Any]:
+    if encoder not in cfg.encoders:
         raise CorefreproError(
-            f"params.yaml train_coref.encoders: no '{encoder}'; known: {sorted(encoders)}"
+            f"params.yaml train_coref.encoders: no '{encoder}'; known: {sorted(cfg.encoders)}"
         )
-    return {"encoder": encoder, **(cfg.get("model") or {}), **(encoders[encoder] or {})}
+    return {"encoder": encoder, **cfg.model, **(cfg.encoders[encoder] or {})}
 
 
 def train_seed(
     encoder: str,
     seed: int,
     splits: Mapping[str, Sequence[CorefDocument]],
-    cfg: Mapping[str, Any],
+    cfg: TrainCorefSettings,
     *,
     track: bool = True,
 ) -> dict[str, Any]:
     """One seed of one encoder: train_and_evaluate under its MLflow run; metrics.json beside
-    the checkpoints in artifacts/coref/<encoder>/seed<k>/."""
+    the checkpoints in artifacts/train_coref/<encoder>/seed<k>/."""
     model_cfg = encoder_model_cfg(cfg, encoder)
-    train_cfg = {**(cfg.get("train") or {}), "seed": int(seed)}
-    dataset = "+".join(cfg["corpora"])
+    train_cfg = {**cfg.train, "seed": int(seed)}
+    dataset = "+".join(cfg.corpora)
     out_dir = artifact_dir(encoder, seed)
     run_params = {
         "model": resolve_model_cfg(model_cfg),
-        "train": resolve_train_cfg(train_cfg),
-        "corpora": list(cfg["corpora"]),
-        "drop_singletons": cfg["drop_singletons"],
+        "train": settings_to_dict(resolve_train_cfg(train_cfg)),
+        "corpora": list(cfg.corpora),
+        "drop_singletons": cfg.drop_singletons,
         "documents": {split: len(docs) for split, docs in splits.items()},
     }
+    args = (splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir)
     if not track:
-        metrics = train_and_evaluate(
-            splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir
-        )
+        metrics = train_and_evaluate(*args)
     else:
-        import mlflow
-
-        from tasks.core.tracking import tracked_run
-
-        def log_metrics(values: Mapping[str, float], step: int | None) -> None:
-            finite = {k: float(v) for k, v in values.items() if _finite_number(v)}
-            mlflow.log_metrics(finite, step=step)
-
-        with tracked_run("coref", encoder, dataset, seed=int(seed), run_params=run_params):
-            metrics = train_and_evaluate(
-                splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir,
-                log_metrics=log_metrics,
-            )  # fmt: skip
+        with tracked_run(STAGE, encoder, dataset=dataset, seed=int(seed), run_params=run_params):
+            metrics = train_and_evaluate(*args, log_metrics=log_metrics)
             recorded = ("embeddings", "embeddings_source", "device")
-            mlflow.log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
+            log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
     metrics["dataset"] = dataset
     storage.write_json(out_dir / "metrics.json", metrics)
     return metrics
-
-
-def _finite_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -650,18 +517,19 @@ def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, A
             for r in results
         },
     }
-    return _jsonable(out)
+    return jsonable(out)
 
 
 __all__ = [
+    "BEST",
+    "HISTORY",
+    "LAST",
     "MODEL_DEFAULTS",
     "TRAIN_DEFAULTS",
     "CheckpointMismatchError",
-    "CorefAnnotator",
     "checkpoint_config",
     "encoder_model_cfg",
     "evaluate",
-    "load_annotator",
     "load_checkpoint",
     "predict",
     "prepare_vocab",

@@ -36,32 +36,42 @@ import logging
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from models.mage.data import DATA_DEFAULTS, ReaderData, iterate_batches, load_reader_data
 from models.mage.readers import BiGRUReader, GAReader
-from tasks.core import checkpoints as _ckpt
 from tasks.core import storage
 from tasks.core.checkpoints import (
     CheckpointMismatchError,
-    pick_device,
+    jsonable,
+    load_checkpoint,
     seed_everything,
 )
-from tasks.core.checkpoints import (
-    jsonable as _jsonable,
-)
-from tasks.core.config import params, resolve_path, with_defaults
+from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
+from tasks.core.settings import ConfigError, override_settings, parse_settings, settings_to_dict
+from tasks.core.tracking import log_dict, log_metrics, tracked_run
+from tasks.evaluation.qa import QAScore, subset_metrics
+from tasks.training.loop import (
+    BEST,
+    HISTORY,
+    Fit,
+    LoopSettings,
+    Precision,
+    StepOutput,
+    fit,
+    load_best,
+    torch_threads,
+)
 
-log = logging.getLogger("corefrepro.train")
+log = logging.getLogger("corefrepro.train_mage")
 
-CHECKPOINT = "checkpoint.pt"
-HISTORY = "history.json"
 SEED_METRICS = "metrics.json"
 PER_SEED_KEYS = ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s", "subsets")
 READERS = {"bigru": BiGRUReader, "ga": GAReader}
@@ -99,15 +109,53 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 # --------------------------------------------------------------------------- configuration
 
 
+@dataclass
+class MageModel:
+    """One reader of Table 1 (params.yaml train_mage.model_defaults + models.<name>)."""
+
+    reader: Literal["bigru", "ga"] = "bigru"
+    encoder: Literal["gru", "mage", "dagrnn"] = "gru"  # dagrnn = mage with mage_mode dagrnn
+    mage_mode: Literal["split", "shared", "dagrnn"] = "split"
+    coref_size: int = 16  # d of "MAGE (d)": coreference part of the hidden state
+    hidden_size: int = 256  # total per direction, fixed for all models (§4.2)
+    embed_dim: int = 128
+    one_hot: bool = False  # the "+ one-hot" baseline (§4.1)
+    dropout: float = 0.2
+    num_layers: int = 3  # GA reader layers
+
+
+@dataclass
+class MageTrain(LoopSettings):
+    """Training and data settings of one reader (train_mage.train, task_settings.<task>)."""
+
+    epochs: int = 30
+    patience: int | None = 5  # epochs without a higher dev accuracy before stopping
+    clip: float = 10.0  # max gradient norm (the authors' coref-gru config)
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    pool_batches: int = 20  # length-bucketing pool (models.mage.data.batch_order)
+    # data settings (models.mage.data.DATA_DEFAULTS)
+    min_count: int = 1
+    output: Literal["auto", "classify", "attention_sum"] = "auto"
+    answer_candidates: Literal["train_answers", "document"] = "train_answers"
+    restrict_to_candidates: bool = True
+    max_context_sentences: int | None = None
+    edge_types: list[str] | None = None
+    train_from_dev: float | None = None  # fraction of dev documents carved into train
+    train_from_dev_seed: int = 13
+
+
+MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(MageModel())
+TRAIN_DEFAULTS: dict[str, Any] = settings_to_dict(MageTrain())
+
+
 def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults filled in, aliases resolved (encoder dagrnn), unknown keys refused."""
-    cfg = with_defaults(MODEL_DEFAULTS, model_cfg, "train_mage model")
-    if cfg["reader"] not in READERS:
-        raise CorefreproError(f"reader must be one of {sorted(READERS)}, not {cfg['reader']!r}")
+    cfg = settings_to_dict(parse_settings(MageModel, model_cfg, "train_mage model"))
     if cfg["encoder"] == "dagrnn":
         cfg["encoder"], cfg["mage_mode"] = "mage", "dagrnn"
-    if cfg["encoder"] not in ("gru", "mage"):
-        raise CorefreproError(f"encoder must be gru, mage or dagrnn, not {cfg['encoder']!r}")
     if cfg["encoder"] == "gru":  # MAGE-only settings play no part: normalize them away
         cfg["mage_mode"], cfg["coref_size"] = "split", 0
     elif cfg["mage_mode"] != "split":
@@ -117,8 +165,8 @@ def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    return with_defaults(TRAIN_DEFAULTS, train_cfg, "train_mage train")
+def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> MageTrain:
+    return parse_settings(MageTrain, train_cfg, "train_mage train")
 
 
 def model_label(model_cfg: Mapping[str, Any]) -> str:
@@ -163,15 +211,7 @@ def checkpoint_config(model_cfg: Mapping[str, Any], data: ReaderData) -> dict[st
     return {"model": resolve_model_cfg(model_cfg), "data": data.signature()}
 
 
-# --------------------------------------------------------------------------- utilities
-
-
-def save_checkpoint(path: str | Path, model: torch.nn.Module, config: Mapping, **info: Any) -> None:
-    _ckpt.save_checkpoint(path, model, config, **info)
-
-
-def load_checkpoint(path: str | Path, config: Mapping | None = None) -> dict[str, Any]:
-    return _ckpt.load_checkpoint(path, config)
+# --------------------------------------------------------------------------- evaluation
 
 
 def to_device(batch: Mapping[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
@@ -199,9 +239,7 @@ def evaluate(
     and the mean loss over the items whose answer it can produce; where data.has_subsets,
     also context_acc / context_n over the items whose answer is a document token."""
     model.eval()
-    correct = total = scored = 0
-    in_correct = in_total = 0
-    loss_sum = 0.0
+    score = QAScore(subsets=data.has_subsets)
     examples = data.splits[split]
     for idx, batch in iterate_batches(data, split, batch_size):
         batch = to_device(batch, device)
@@ -209,41 +247,72 @@ def evaluate(
             log_p = model(batch)
         answer = batch["answer"]
         hit = ((log_p.argmax(-1) == answer) & (answer >= 0)).cpu()
-        correct += int(hit.sum())
-        total += answer.numel()
         inside = torch.tensor([examples[i]["in_context"] for i in idx], dtype=torch.bool)
-        in_correct += int((hit & inside).sum())
-        in_total += int(inside.sum())
         item_loss, valid = nll(log_p, answer)
-        finite = valid & torch.isfinite(item_loss)
-        loss_sum += float(item_loss[finite].sum())
-        scored += int(finite.sum())
-    out = {
-        "acc": correct / total if total else math.nan,
-        "loss": loss_sum / scored if scored else math.nan,
-        "n": total,
-    }
-    if data.has_subsets:
-        out["context_acc"] = in_correct / in_total if in_total else math.nan
-        out["context_n"] = in_total
-    return out
-
-
-def subset_metrics(dev: Mapping[str, Any], test: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The "subsets" metrics: {"context": {dev_acc, test_acc, dev_n, test_n}, "all": {...}}
-    (MAGE paper Table 3's column groups; test None where there is no test split)."""
-    out: dict[str, Any] = {}
-    for name, prefix in (("context", "context_"), ("all", "")):
-        out[name] = {
-            "dev_acc": dev[f"{prefix}acc"],
-            "test_acc": test[f"{prefix}acc"] if test else None,
-            "dev_n": dev[f"{prefix}n"],
-            "test_n": test[f"{prefix}n"] if test else 0,
-        }
-    return out
+        score.add(hit, inside, item_loss, valid)
+    return score.result()
 
 
 # --------------------------------------------------------------------------- training
+
+
+class ReaderRecipe:
+    """The MAGE readers' part of the shared loop (tasks/training/loop.py): Adam, seeded
+    length-bucketed batches, the answer's negative log-likelihood, dev accuracy (ties broken
+    by the lower dev loss) as the selection rule."""
+
+    log_keys = ("acc", "loss")
+
+    def __init__(self, data: ReaderData, mcfg: Mapping, tcfg: MageTrain, graphs: str | Path):
+        self.data, self.mcfg, self.tcfg, self.graphs = data, dict(mcfg), tcfg, graphs
+        self.model = build_model(mcfg, data)
+
+    def optimizer(self) -> tuple[torch.optim.Optimizer, None]:
+        params = self.model.parameters()
+        return torch.optim.Adam(params, lr=self.tcfg.lr, weight_decay=self.tcfg.weight_decay), None
+
+    def batches(self, epoch: int) -> Iterator[dict[str, torch.Tensor]]:
+        t = self.tcfg
+        for _, batch in iterate_batches(self.data, "train", t.batch_size, shuffle=True,
+                                        seed=t.seed, epoch=epoch, pool_batches=t.pool_batches):  # fmt: skip
+            yield batch
+
+    def step(self, batch: Mapping[str, torch.Tensor], device: torch.device) -> StepOutput:
+        batch = to_device(batch, device)
+        log_p = self.model(batch)
+        item_loss, valid = nll(log_p, batch["answer"])
+        correct = int(((log_p.argmax(-1) == batch["answer"]) & valid).sum())
+        stats = {"correct": correct, "seen": batch["answer"].numel()}
+        n_valid = int(valid.sum())
+        if not n_valid:
+            return StepOutput(None, stats)
+        loss = item_loss[valid].mean()
+        return StepOutput(
+            loss, {**stats, "loss_sum": float(loss.detach()) * n_valid, "loss_n": n_valid}
+        )
+
+    def evaluate(self, split: str, precision: Precision) -> dict[str, float]:
+        return evaluate(self.model, self.data, split, batch_size=self.tcfg.eval_batch_size,
+                        device=precision.device, autocast=precision.autocast)  # fmt: skip
+
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
+        return (dev["acc"], -_nan_to(dev["loss"])), dev["acc"]
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return checkpoint_config(self.mcfg, self.data)
+
+    def checkpoint_info(self) -> dict[str, Any]:
+        return {"train_cfg": settings_to_dict(self.tcfg), "vocab": list(self.data.vocab.itos),
+                "classes": list(self.data.classes)}  # fmt: skip
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"config": self.checkpoint_config(), "graphs": sha256_of(self.graphs)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # batch order is a function of (seed, epoch): nothing to carry
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        return None
 
 
 def train_and_evaluate(
@@ -259,223 +328,79 @@ def train_and_evaluate(
 ) -> dict[str, Any]:
     """Train on `task`'s train items, select on dev, report test once; returns the metrics.
 
-    Writes <out_dir>/checkpoint.pt (best dev) and <out_dir>/history.json (learning curve);
-    with track, logs the run to MLflow (experiment of paper "mage", one step per epoch).
-    `data` may be passed pre-loaded (it must come from the same graphs and settings).
+    Writes <out_dir>/best.pt (best dev) and <out_dir>/history.json (learning curve); with
+    track, logs the run to MLflow (experiment train_mage, one step per epoch). `data` may be
+    passed pre-loaded (it must come from the same graphs and settings).
     """
     tcfg = resolve_train_cfg(train_cfg)
     mcfg = resolve_model_cfg(model_cfg)
     name = model_name or model_label(mcfg)
-    out_dir = Path(out_dir)
-    threads_before = torch.get_num_threads()
-    if tcfg["threads"]:
-        torch.set_num_threads(int(tcfg["threads"]))
-    try:
+    with torch_threads(tcfg.threads):
         if data is None:
-            data = load_reader_data(graphs_path, task, {k: tcfg[k] for k in DATA_DEFAULTS})
-        task_name = task if isinstance(task, str) else "+".join(task)
-        dataset = f"{data.corpus}/{task_name}"
-        run_params = {"model": mcfg, "train": tcfg, "data": data.signature() | data.stats}
-        run_params["data"].pop("classes", None)
-        tracking = (
-            _tracked(name, dataset, int(tcfg["seed"]), run_params)
-            if track
-            else contextlib.nullcontext(None)
+            data = load_reader_data(graphs_path, task, {k: getattr(tcfg, k) for k in DATA_DEFAULTS})
+    task_name = task if isinstance(task, str) else "+".join(task)
+    dataset = f"{data.corpus}/{task_name}"
+    run_params = {
+        "model": mcfg,
+        "train": settings_to_dict(tcfg),
+        "data": data.signature() | data.stats,
+    }
+    run_params["data"].pop("classes", None)
+    tracking = (
+        tracked_run(
+            "train_mage",
+            f"{name}-{task_name}",
+            dataset=dataset,
+            seed=tcfg.seed,
+            run_params=run_params,
+        )  # fmt: skip
+        if track
+        else contextlib.nullcontext(None)
+    )
+    with tracking as mlflow_run:
+        return _train(data, mcfg, tcfg, Path(out_dir), name, dataset, mlflow_run, graphs_path)
+
+
+def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, mlflow_run, graphs):
+    started = time.perf_counter()
+    if not data.splits["dev"]:
+        raise CorefreproError(f"{dataset}: no dev items: model selection needs a dev split")
+    seed_everything(tcfg.seed)
+    recipe = ReaderRecipe(data, mcfg, tcfg, graphs)
+    n_params = sum(p.numel() for p in recipe.model.parameters())
+    log.info("%s on %s (seed %d): %d train / %d dev / %d test items, %d parameters, output %s",
+             name, dataset, tcfg.seed, len(data.splits["train"]), len(data.splits["dev"]),
+             len(data.splits["test"]), n_params, data.output)  # fmt: skip
+    log_fn = (lambda m, step: log_metrics(m, step)) if mlflow_run is not None else None
+    result = fit(recipe, tcfg, out_dir, name=f"{name} {dataset}", log_metrics=log_fn)
+    with torch_threads(tcfg.threads):
+        load_best(result, recipe)
+        kwargs = {"device": result.precision.device, "autocast": result.precision.autocast}
+        dev = evaluate(recipe.model, data, "dev", batch_size=tcfg.eval_batch_size, **kwargs)
+        test = (
+            evaluate(recipe.model, data, "test", batch_size=tcfg.eval_batch_size, **kwargs)
+            if data.splits["test"]
+            else None
         )
-        with tracking as mlflow_run:
-            metrics = _train(data, mcfg, tcfg, out_dir, name, dataset, mlflow_run)
-    finally:
-        torch.set_num_threads(threads_before)
+    metrics = _metrics(name, dataset, tcfg, result, dev, test, data, n_params, started)
+    if mlflow_run is not None:
+        log_metrics(_final_mlflow(metrics))
+        log_dict(jsonable(result.history), HISTORY)
+    log.info("%s %s: best dev acc %.3f (epoch %d of %d), test acc %s, %.0f s", name, dataset,
+             metrics["dev_acc"], metrics["best_epoch"], metrics["epochs_run"],
+             f"{metrics['test_acc']:.3f} ({metrics['test_n']} items)" if test else "n/a",
+             metrics["wall_time_s"])  # fmt: skip
     return metrics
 
 
-@contextlib.contextmanager
-def _tracked(name: str, dataset: str, seed: int, run_params: dict) -> Iterator[Any]:
-    from tasks.core.tracking import tracked_run
-
-    with tracked_run("mage", name, dataset, seed=seed, run_params=run_params) as run:
-        yield run
-
-
-def _log_metrics(mlflow_run: Any, metrics: Mapping[str, float], step: int | None = None) -> None:
-    if mlflow_run is None:
-        return
-    import mlflow
-
-    finite = {k: float(v) for k, v in metrics.items() if v is not None and math.isfinite(v)}
-    mlflow.log_metrics(finite, step=step)
-
-
-def _train(
-    data: ReaderData,
-    mcfg: dict[str, Any],
-    tcfg: dict[str, Any],
-    out_dir: Path,
-    name: str,
-    dataset: str,
-    mlflow_run: Any,
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    seed = int(tcfg["seed"])
-    seed_everything(seed)
-    device = pick_device(tcfg["device"])
-    amp_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[tcfg["amp_dtype"]]
-    use_amp = bool(tcfg["amp"]) and device.type == "cuda"
-
-    def autocast() -> Any:
-        return torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp)
-
-    scaler = torch.amp.GradScaler(device.type, enabled=use_amp and amp_dtype == torch.float16)
-    model = build_model(mcfg, data).to(device)
-    config = checkpoint_config(mcfg, data)
-    optimizer = torch.optim.Adam(
-        model.parameters(), lr=tcfg["lr"], weight_decay=tcfg["weight_decay"]
-    )
-    n_params = sum(p.numel() for p in model.parameters())
-    train_items = data.splits["train"]
-    if not data.splits["dev"]:
-        raise CorefreproError(f"{dataset}: no dev items: model selection needs a dev split")
-    log.info(
-        "%s on %s (seed %d, %s%s): %d train / %d dev / %d test items, %d parameters, output %s",
-        name,
-        dataset,
-        seed,
-        device.type,
-        f" amp {tcfg['amp_dtype']}" if use_amp else "",
-        len(train_items),
-        len(data.splits["dev"]),
-        len(data.splits["test"]),
-        n_params,
-        data.output,
-    )
-    ckpt_path = out_dir / CHECKPOINT
-    history: list[dict[str, Any]] = []
-    best: dict[str, Any] | None = None
-    since_best = 0
-    stopped_early = False
-    n_batches = math.ceil(len(train_items) / tcfg["batch_size"])
-    for epoch in range(1, int(tcfg["epochs"]) + 1):
-        model.train()
-        t0 = time.perf_counter()
-        last_log = t0
-        loss_sum, n_loss, correct, seen = 0.0, 0, 0, 0
-        batches = iterate_batches(
-            data,
-            "train",
-            tcfg["batch_size"],
-            shuffle=True,
-            seed=seed,
-            epoch=epoch,
-            pool_batches=tcfg["pool_batches"],
-        )
-        for b, (_, batch) in enumerate(batches, 1):
-            batch = to_device(batch, device)
-            with autocast():
-                log_p = model(batch)
-            item_loss, valid = nll(log_p, batch["answer"])
-            if bool(valid.any()):
-                loss = item_loss[valid].mean()
-                optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["clip"])
-                scaler.step(optimizer)
-                scaler.update()
-                loss_sum += float(loss.detach()) * int(valid.sum())
-                n_loss += int(valid.sum())
-            correct += int(((log_p.argmax(-1) == batch["answer"]) & valid).sum())
-            seen += batch["answer"].numel()
-            now = time.perf_counter()
-            if tcfg["log_every_s"] and now - last_log >= tcfg["log_every_s"]:
-                last_log = now
-                log.info(
-                    "  epoch %d: batch %d/%d, train loss %.4f, %.1f items/s",
-                    epoch,
-                    b,
-                    n_batches,
-                    loss_sum / max(n_loss, 1),
-                    seen / (now - t0),
-                )
-        train_time = time.perf_counter() - t0
-        dev = evaluate(
-            model, data, "dev", batch_size=tcfg["eval_batch_size"], device=device, autocast=autocast
-        )
-        row = {
-            "epoch": epoch,
-            "train_loss": loss_sum / n_loss if n_loss else math.nan,
-            "train_acc": correct / seen if seen else math.nan,
-            "dev_acc": dev["acc"],
-            "dev_loss": dev["loss"],
-            **({"dev_context_acc": dev["context_acc"]} if "context_acc" in dev else {}),
-            "epoch_time_s": time.perf_counter() - t0,
-        }
-        # selection on dev only: higher accuracy, ties broken by lower dev loss; patience
-        # counts epochs without a higher dev ACCURACY (a loss-only gain at 100% accuracy
-        # would otherwise keep a solved task training)
-        improved = best is None or (row["dev_acc"], -_nan_to(row["dev_loss"])) > (
-            best["dev_acc"],
-            -_nan_to(best["dev_loss"]),
-        )
-        since_best = 0 if best is None or row["dev_acc"] > best["dev_acc"] else since_best + 1
-        if improved:
-            best = dict(row)
-            save_checkpoint(
-                ckpt_path,
-                model,
-                config,
-                epoch=epoch,
-                dev_acc=row["dev_acc"],
-                train_cfg=tcfg,
-                vocab=list(data.vocab.itos),
-                classes=list(data.classes),
-                model_name=name,
-                dataset=dataset,
-            )
-        row["best"] = improved
-        history.append(row)
-        _log_metrics(
-            mlflow_run, {k: v for k, v in row.items() if k not in ("epoch", "best")}, epoch
-        )
-        log.info(
-            "%s %s epoch %d/%d: train loss %.4f acc %.3f | dev acc %.3f loss %.4f | "
-            "%.1f s (%.0f items/s)%s",
-            name,
-            dataset,
-            epoch,
-            tcfg["epochs"],
-            row["train_loss"],
-            row["train_acc"],
-            row["dev_acc"],
-            row["dev_loss"],
-            row["epoch_time_s"],
-            len(train_items) / max(train_time, 1e-9),
-            " *" if improved else "",
-        )
-        if since_best >= int(tcfg["patience"]):
-            stopped_early = True
-            log.info("%s %s: no better dev accuracy for %d epochs: stop", name, dataset, since_best)
-            break
-        if tcfg["max_time_s"] and time.perf_counter() - started > float(tcfg["max_time_s"]):
-            stopped_early = True
-            log.info("%s %s: time budget %.0f s spent: stop", name, dataset, tcfg["max_time_s"])
-            break
-    train_time = time.perf_counter() - started
-    storage.write_json(out_dir / HISTORY, _jsonable(history))
-
-    # test once, with the best-dev checkpoint (reloaded: what is evaluated is what was saved)
-    ckpt = load_checkpoint(ckpt_path, config)
-    model.load_state_dict(ckpt["state_dict"])
-    kwargs = dict(batch_size=tcfg["eval_batch_size"], device=device, autocast=autocast)
-    dev = evaluate(model, data, "dev", **kwargs)
-    test = evaluate(model, data, "test", **kwargs) if data.splits["test"] else None
-    assert best is not None
+def _metrics(name, dataset, tcfg, result: Fit, dev, test, data, n_params, started) -> dict:
     metrics: dict[str, Any] = {
         "model": name,
         "dataset": dataset,
-        "seed": seed,
-        "best_epoch": best["epoch"],
-        "epochs_run": len(history),
-        "stopped_early": stopped_early,
+        "seed": tcfg.seed,
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "stopped_early": result.stopped_early,
         "dev_acc": dev["acc"],
         "dev_error": 1 - dev["acc"],
         "dev_loss": dev["loss"],
@@ -484,48 +409,26 @@ def _train(
         "test_error": 1 - test["acc"] if test else None,
         "test_loss": test["loss"] if test else None,
         "test_n": test["n"] if test else 0,
-        "train_n": len(train_items),
+        "train_n": len(data.splits["train"]),
         "parameters": n_params,
-        "device": device.type,
+        "device": result.precision.device.type,
         "wall_time_s": round(time.perf_counter() - started, 2),
-        "train_time_s": round(train_time, 2),
-        "sec_per_epoch": round(train_time / len(history), 2),
+        "train_time_s": round(result.train_time_s, 2),
+        "sec_per_epoch": round(result.train_time_s / max(result.epochs_run, 1), 2),
     }
     if data.has_subsets:
         metrics["subsets"] = subset_metrics(dev, test)
     if data.split_notes:
         metrics["split_notes"] = dict(data.split_notes)
-    _log_metrics(
-        mlflow_run,
-        {
-            "best_dev_acc": metrics["dev_acc"],
-            "best_epoch": metrics["best_epoch"],
-            "test_acc": metrics["test_acc"],
-            "test_error": metrics["test_error"],
-            "wall_time_s": metrics["wall_time_s"],
-            **{
-                f"{name}_{key}": value
-                for name, sub in (metrics.get("subsets") or {}).items()
-                for key, value in sub.items()
-                if value is not None
-            },
-        },
-    )
-    if mlflow_run is not None:
-        import mlflow
-
-        mlflow.log_dict(_jsonable(history), HISTORY)
-    log.info(
-        "%s %s: best dev acc %.3f (epoch %d of %d), test acc %s, %.0f s",
-        name,
-        dataset,
-        metrics["dev_acc"],
-        metrics["best_epoch"],
-        metrics["epochs_run"],
-        f"{metrics['test_acc']:.3f} ({metrics['test_n']} items)" if test else "n/a",
-        metrics["wall_time_s"],
-    )
     return metrics
+
+
+def _final_mlflow(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("test_acc", "test_error", "wall_time_s", "best_epoch")
+    out = {"best_dev_acc": metrics["dev_acc"], **{k: metrics[k] for k in keys}}
+    for subset, values in (metrics.get("subsets") or {}).items():
+        out.update({f"{subset}_{k}": v for k, v in values.items() if v is not None})
+    return out
 
 
 def _nan_to(x: float, value: float = math.inf) -> float:
@@ -549,41 +452,109 @@ def restore(
 # overrides}, seeds, train (train cfg). Precedence: train < task_settings < a model's train.
 
 
-def settings() -> dict[str, Any]:
-    return dict(params("train_mage"))
+@dataclass
+class RunMatrix:
+    models: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
 
 
-def graphs_path(cfg: Mapping[str, Any]) -> Path:
-    return resolve_path("data/graphs") / str(cfg["data"]) / "graphs.parquet"
+@dataclass
+class TrainMageSettings:
+    """params.yaml train_mage, checked whole before any training starts."""
+
+    data: str = "synthetic-gold"  # data/graphs/<annotation run>/graphs.parquet
+    run: RunMatrix = field(default_factory=RunMatrix)
+    model_defaults: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task_groups: dict[str, list[str]] = field(default_factory=dict)
+    task_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=lambda: [1])
+    train: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self, path: str) -> None:
+        """Every model entry and per-task setting parses (typos refused up front)."""
+        problems: list[str] = []
+        checks = [
+            (
+                f"{path}.model_defaults",
+                lambda: parse_settings(MageModel, self.model_defaults, f"{path}.model_defaults"),
+            )
+        ]
+        checks.append(
+            (f"{path}.train", lambda: parse_settings(MageTrain, self.train, f"{path}.train"))
+        )
+        for name, entry in self.models.items():
+            where = f"{path}.models.{name}"
+            checks.append((where, lambda e=entry, w=where: _model_entry(self, e, w)))
+        for task, overrides in self.task_settings.items():
+            where = f"{path}.task_settings.{task}"
+            checks.append(
+                (
+                    where,
+                    lambda o=overrides, w=where: override_settings(
+                        parse_settings(MageTrain, self.train, f"{path}.train"), o, w
+                    ),
+                )
+            )
+        for _, check in checks:
+            try:
+                check()
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise ConfigError(problems)
+
+
+def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -> tuple:
+    entry = dict(entry or {})
+    train = entry.pop("train", None)
+    model = parse_settings(MageModel, {**cfg.model_defaults, **entry}, where)
+    base = parse_settings(MageTrain, cfg.train, "train_mage.train")
+    return model, override_settings(base, train, f"{where}.train")
+
+
+def settings() -> TrainMageSettings:
+    return parse_settings(TrainMageSettings, params("train_mage"), "train_mage")
+
+
+def graphs_path(cfg: TrainMageSettings) -> Path:
+    return resolve_path("data/graphs") / cfg.data / "graphs.parquet"
+
+
+STAGE = "train_mage"
+
+
+def variant(model: str, task: str) -> str:
+    """The stage's item name, as DVC's matrix writes it: train_mage@<model>-<task>."""
+    return f"{model}-{task}"
 
 
 def artifact_dir(model: str, task: str, seed: int) -> Path:
-    return resolve_path("artifacts/mage") / model / task / f"seed{seed}"
+    return resolve_path(f"artifacts/{STAGE}") / variant(model, task) / f"seed{seed}"
 
 
 def metrics_path(model: str, task: str) -> Path:
-    return resolve_path("metrics/mage") / model / f"{task}.json"
+    return resolve_path(f"metrics/{STAGE}") / f"{variant(model, task)}.json"
 
 
 def seed_plan(model: str, task: str, seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """One train_seed call (keyword arguments) per seed: the settings resolved from params."""
+    """One train_seed call (keyword arguments) per seed: the settings resolved from params.
+    Precedence: train < task_settings.<task> < a model's own train entry."""
     cfg = settings()
-    models = cfg.get("models") or {}
-    if model not in models:
+    if model not in cfg.models:
         raise CorefreproError(
-            f"params.yaml train_mage.models: no model '{model}'; known: {sorted(models)}"
+            f"params.yaml train_mage.models: no model '{model}'; known: {sorted(cfg.models)}"
         )
-    groups = cfg.get("task_groups") or {}
-    labels = list(groups.get(task, [task]))
-    model_cfg = {**(cfg.get("model_defaults") or {}), **(models[model] or {})}
+    labels = list(cfg.task_groups.get(task, [task]))
+    model_cfg = {**cfg.model_defaults, **(cfg.models[model] or {})}
     # a model entry may override train settings, so an ablation that changes the data the
     # model reads (edge_types: [sequential]) is a row of the matrix like any other model
     train_cfg = {
-        **(cfg.get("train") or {}),
-        **((cfg.get("task_settings") or {}).get(task) or {}),
+        **cfg.train,
+        **(cfg.task_settings.get(task) or {}),
         **(model_cfg.pop("train", None) or {}),
     }
-    seeds = list(seeds) if seeds else [int(s) for s in cfg.get("seeds", [1])]
+    seeds = list(seeds) if seeds else [int(s) for s in cfg.seeds]
     return [
         {
             "graphs": str(graphs_path(cfg)),
@@ -620,12 +591,12 @@ def train_seed(
     metrics["settings_fingerprint"] = settings_fingerprint(
         sha256_of(graphs), labels, model_cfg, train_cfg
     )
-    storage.write_json(Path(out_dir) / SEED_METRICS, _jsonable(metrics))
+    storage.write_json(Path(out_dir) / SEED_METRICS, jsonable(metrics))
     return metrics
 
 
 # train settings that do not change what a seed learns (how fast, or how it logs)
-_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device")
+_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume")
 
 
 def settings_fingerprint(
@@ -638,7 +609,7 @@ def settings_fingerprint(
     train = {k: v for k, v in train_cfg.items() if k not in _RUN_ONLY_KEYS}
     settings = {"graphs": graphs_sha256, "labels": list(labels), "model": dict(model_cfg)}
     settings["train"] = train
-    return hashlib.sha256(json.dumps(_jsonable(settings), sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(jsonable(settings), sort_keys=True).encode()).hexdigest()
 
 
 def collect_seeds(model: str, task: str, seeds: Sequence[int] | None = None) -> dict[str, Any]:
@@ -697,7 +668,7 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         **{k: chosen[k] for k in ("subsets", "split_notes") if chosen.get(k)},
         "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
-    out = _jsonable(out)
+    out = jsonable(out)
     storage.write_json(metrics_path(model, task), out)
     return out
 
@@ -713,7 +684,7 @@ __all__ = [
     "load_checkpoint",
     "model_label",
     "restore",
-    "save_checkpoint",
+    "BEST",
     "seed_plan",
     "settings_fingerprint",
     "subset_metrics",

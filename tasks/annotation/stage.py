@@ -34,7 +34,7 @@ from tasks.corpora.ingest import docs_dir
 
 log = logging.getLogger("corefrepro.annotate")
 
-CODE_FILES = ("tasks/annotation/annotate.py", "tasks/annotators")
+CODE_FILES = ("tasks/annotation/annotate.py", "tasks/annotation/annotators")
 
 
 def settings() -> dict[str, Any]:
@@ -62,7 +62,7 @@ def run_settings(run: str) -> dict[str, Any]:
     if section == "model_runs" and not (entry.get("settings") or {}).get("checkpoint"):
         raise CorefreproError(
             f"params.yaml: annotate.model_runs.{run} needs settings.checkpoint (the stage "
-            "annotate_model depends on it, e.g. artifacts/coref/asl/seed1/best.pt)"
+            "annotate_model depends on it, e.g. artifacts/train_coref/asl/seed1/best.pt)"
         )
     return entry
 
@@ -273,9 +273,9 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     import mlflow
 
     with tracked_run(
-        "annotation",
-        entry["annotator"],
-        entry["corpus"],
+        "annotate",
+        run,
+        dataset=entry["corpus"],
         run_params={
             "annotator": annotator_settings(run),
             "shard_size": settings().get("shard_size"),

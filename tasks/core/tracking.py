@@ -1,7 +1,9 @@
 """The one MLflow helper: same experiment names, run names and tags for every stage.
 
-Experiment per paper, run per (model, dataset, seed); tags carry the git SHA and a hash of
-the stage's dvc.lock entry (deps + params as DVC records them) so a run can be traced to the
+Experiment per DVC stage, named as the stage (train_mage, train_coref, annotate, stats): one
+name from dvc.yaml to MLflow to the artifacts/ and metrics/ paths. A run is named as the stage
+item and seed (train_mage@bigru-syn2/seed1) and tagged with the paper it reproduces, the
+dataset, the git SHA and a hash of the stage's dvc.lock entry (deps + params as DVC records them) so a run can be traced to the
 exact inputs that produced it. Tracking store: a real sqlite database by default.
 """
 
@@ -11,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import subprocess
 from collections.abc import Iterator, Mapping
@@ -20,14 +23,14 @@ from tasks.core.config import REPO_ROOT, params, resolve_path
 
 log = logging.getLogger("corefrepro.tracking")
 
-# one experiment per paper (plus one for corpus statistics)
-EXPERIMENTS = {
-    "corpora": "corpora",
-    "annotation": "coreference-annotation",
-    "entitynlm": "ji2017-entitynlm",
-    "coref": "luo-glass-cross-sentence-coref",
-    "corelm": "stylianou-vlahavas-corelm",
-    "mage": "dhingra-mage-gru",
+# the experiments (= stage names) and the paper each reproduces (a tag on every run)
+PAPERS = {
+    "stats": "",
+    "annotate": "",
+    "train_mage": "Dhingra et al. 2018, MAGE-GRU",
+    "train_coref": "Luo & Glass 2018, cross-sentence coreference",
+    "train_entitynlm": "Ji et al. 2017, EntityNLM",
+    "train_corelm": "Stylianou & Vlahavas 2021, CoreLM",
 }
 
 
@@ -112,35 +115,35 @@ def _store_lock(uri: str) -> contextlib.AbstractContextManager:
 
 @contextlib.contextmanager
 def tracked_run(
-    paper: str,
-    model: str,
-    dataset: str,
+    stage: str,
+    item: str,
     *,
+    dataset: str,
     seed: int | None = None,
     run_params: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
 ) -> Iterator[Any]:
-    """Open the MLflow run for (model, dataset, seed) under the paper's experiment."""
+    """Open the MLflow run `<stage>@<item>[/seed<k>]` in the experiment `<stage>`."""
     import mlflow
 
-    if paper not in EXPERIMENTS:
-        raise KeyError(f"unknown paper '{paper}'; known: {sorted(EXPERIMENTS)}")
+    if stage not in PAPERS:
+        raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
-    name = EXPERIMENTS[paper]
     with _store_lock(uri):
-        if mlflow.get_experiment_by_name(name) is None:
-            mlflow.create_experiment(name, artifact_location=f"{artifact_root()}/{name}")
-    mlflow.set_experiment(name)
-    stage = os.environ.get("DVC_STAGE")
-    run_name = f"{model}/{dataset}" + (f"/seed{seed}" if seed is not None else "")
+        if mlflow.get_experiment_by_name(stage) is None:
+            mlflow.create_experiment(stage, artifact_location=f"{artifact_root()}/{stage}")
+    mlflow.set_experiment(stage)
+    dvc_stage = os.environ.get("DVC_STAGE")
+    run_name = f"{stage}@{item}" + (f"/seed{seed}" if seed is not None else "")
     all_tags = {
-        "model": model,
+        "paper": PAPERS[stage] or "none",
+        "item": item,
         "dataset": dataset,
         "seed": str(seed),
         "git_sha": git_sha(),
-        "dvc_stage": stage or "none",
-        "dvc_lock_hash": stage_lock_hash(stage),
+        "dvc_stage": dvc_stage or "none",
+        "dvc_lock_hash": stage_lock_hash(dvc_stage),
         **(tags or {}),
     }
     with mlflow.start_run(run_name=run_name, tags=all_tags) as run:
@@ -148,3 +151,26 @@ def tracked_run(
             flat = _flatten(run_params)
             mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
         yield run
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> None:
+    """Log the finite numbers of `metrics` to the active run (None, NaN and text skipped)."""
+    import mlflow
+
+    mlflow.log_metrics({k: float(v) for k, v in metrics.items() if _finite(v)}, step=step)
+
+
+def log_params(values: Mapping[str, Any]) -> None:
+    import mlflow
+
+    mlflow.log_params(dict(values))
+
+
+def log_dict(obj: Any, name: str) -> None:
+    import mlflow
+
+    mlflow.log_dict(obj, name)

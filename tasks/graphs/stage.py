@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-
 from tasks.annotation.stage import mentions_dir, run_settings
 from tasks.core import storage
 from tasks.core.config import params, resolve_path

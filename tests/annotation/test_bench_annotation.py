@@ -84,7 +84,7 @@ def test_model_annotator_scaling_on_lambada(tmp_path, mirror):
     sample: compute-bound torch work, one thread per worker, shards of 100 passages.
 
     Needs a trained checkpoint: COREFREPRO_BENCH_COREF_CHECKPOINT=<path to best.pt> (e.g.
-    artifacts/coref/asl/seed1/best.pt after `dvc repro train_coref@asl` with the mirror).
+    artifacts/train_coref/asl/seed1/best.pt after `dvc repro train_coref@asl` with the mirror).
     """
     checkpoint = os.environ.get("COREFREPRO_BENCH_COREF_CHECKPOINT")
     if not checkpoint or not Path(checkpoint).is_file():

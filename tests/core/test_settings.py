@@ -10,6 +10,7 @@ from typing import Any, Literal
 import pytest
 import yaml
 
+from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
     key_path,
@@ -18,7 +19,6 @@ from tasks.core.settings import (
     parse_settings,
     settings_to_dict,
 )
-from tasks.core.errors import CorefreproError
 
 
 @dataclass(frozen=True)

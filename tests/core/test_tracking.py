@@ -17,7 +17,7 @@ def _open_run(uri: str, model: str, barrier, results) -> None:
 
     barrier.wait()  # every process reaches the empty database at the same moment
     try:
-        with tracked_run("mage", model, "babi/qa2", seed=1) as run:
+        with tracked_run("train_mage", f"{model}-qa2", dataset="babi/qa2", seed=1) as run:
             import mlflow
 
             mlflow.log_metric("dev_acc", 0.5)
@@ -47,5 +47,7 @@ def test_concurrent_first_runs_on_fresh_database(tmp_path):
     errors = {m: o for m, o in outcomes.items() if o.startswith("error")}
     assert not errors, errors
     mlflow.set_tracking_uri(uri)
-    runs = mlflow.search_runs(experiment_names=["dhingra-mage-gru"], output_format="list")
-    assert sorted(r.info.run_name for r in runs) == [f"model{i}/babi/qa2/seed1" for i in range(3)]
+    runs = mlflow.search_runs(experiment_names=["train_mage"], output_format="list")
+    assert sorted(r.info.run_name for r in runs) == [
+        f"train_mage@model{i}-qa2/seed1" for i in range(3)
+    ]

@@ -3,7 +3,7 @@
 Plug-in contract. params.yaml annotate.annotators.model:
 
     factory: "package.module:callable"   # required
-    checkpoint: artifacts/coref/.../model.pt   # optional; must exist when given
+    checkpoint: artifacts/train_coref/.../model.pt   # optional; must exist when given
     settings: {...}                      # optional, passed on
 
 The factory is called once per worker as `callable({"checkpoint": ..., **settings})` and

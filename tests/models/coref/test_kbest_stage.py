@@ -29,13 +29,13 @@ TINY = {
     "asl_mlp_size": 8,
     "max_antecedents": 20,
 }
-FAST = {"epochs": 2, "learning_rate": 3e-3, "log_every_s": 1e9, "seed": 1, "device": "cpu"}
+FAST = {"epochs": 2, "lr": 3e-3, "log_every_s": 1e9, "seed": 1, "device": "cpu"}
 KBEST_PARAMS = {"corpora": ["handmade"], "encoder": "asl", "seed": 1, "k": 100, "log_every": 2}
 
 
 def make_root(root: Path) -> Path:
     """A checkout's data for the model stages: data/docs/handmade/ (as normalize@handmade
-    writes it) and artifacts/coref/asl/seed1/best.pt (a tiny model, trained as train_coref
+    writes it) and artifacts/train_coref/asl/seed1/best.pt (a tiny model, trained as train_coref
     trains). Returns root."""
     raw = root / "raw"
     handmade.generate(raw, {})
@@ -47,7 +47,7 @@ def make_root(root: Path) -> Path:
     from models.coref.data import load_splits
 
     splits = load_splits(["handmade"], docs_root=root / "data" / "docs")
-    out = root / "artifacts" / "coref" / "asl" / "seed1"
+    out = root / "artifacts" / "train_coref" / "asl" / "seed1"
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

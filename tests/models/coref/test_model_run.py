@@ -67,6 +67,7 @@ def test_model_run_annotates_scores_and_builds_graphs_with_threads_and_processes
     graphs = pq.read_table(repo / "data" / "graphs" / RUN / "graphs.parquet")
     items = pq.read_table(repo / "data" / "docs" / "handmade" / "items.parquet")
     assert graphs.num_rows == (items.num_rows or docs.num_rows)
+    run_ok([sys.executable, "-m", "flows.view_entitynlm", "--run", RUN], repo, env, timeout=300)
     assert (repo / "data" / "graphs" / RUN / "entitynlm.parquet").exists()
 
 
@@ -92,11 +93,11 @@ def test_model_run_without_checkpoint_setting_is_refused(scratch):
 def test_annotator_threads_setting_pins_torch_threads(scratch):
     """2 workers x torch's default threads would oversubscribe 2 cores: one thread each."""
     repo, _ = scratch
-    checkpoint = repo / "artifacts" / "coref" / "asl" / "seed1" / "best.pt"
+    checkpoint = repo / "artifacts" / "train_coref" / "asl" / "seed1" / "best.pt"
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        model = {"factory": "models.coref.train:load_annotator", "checkpoint": str(checkpoint)}
+        model = {"factory": "models.coref.annotator:load_annotator", "checkpoint": str(checkpoint)}
         annotator = annotators.get("model", model)
         assert torch.get_num_threads() == 1
         torch.set_num_threads(2)

@@ -43,7 +43,7 @@ TINY = {
     "max_antecedents": 20,
     "mention_loss_weight": 1.0,
 }
-FAST = {"epochs": 1, "learning_rate": 3e-3, "log_every_s": 1e9}
+FAST = {"epochs": 1, "lr": 3e-3, "log_every_s": 1e9}
 
 
 # one torch thread: deterministic float sums and no spinning on a busy 2-core machine
@@ -159,7 +159,7 @@ def test_glove_text_format_and_malformed_lines(tmp_path, splits):
 
 def test_tiny_model_overfits_the_handmade_train_documents(trained):
     metrics, out = trained
-    curve = json.loads((out / "curve.json").read_text())
+    curve = json.loads((out / "history.json").read_text())
     assert len(curve) == 30 and curve[-1]["train_loss"] < 0.2 * curve[0]["train_loss"]
     assert metrics["dev"]["conll_f1"] >= 0.9  # dev = the train documents here
     assert metrics["embeddings"] == "random" and metrics["device"] == "cpu"
@@ -191,8 +191,8 @@ def test_resume_continues_exactly_where_training_stopped(splits, tmp_path):
     straight = train_and_evaluate(*args, {**FAST, "epochs": 2}, tmp_path / "a")
     train_and_evaluate(*args, {**FAST, "epochs": 1}, tmp_path / "b")
     resumed = train_and_evaluate(*args, {**FAST, "epochs": 2}, tmp_path / "b")
-    curve_a = json.loads((tmp_path / "a" / "curve.json").read_text())
-    curve_b = json.loads((tmp_path / "b" / "curve.json").read_text())
+    curve_a = json.loads((tmp_path / "a" / "history.json").read_text())
+    curve_b = json.loads((tmp_path / "b" / "history.json").read_text())
     for a, b in zip(curve_a, curve_b, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
         assert a["dev_conll_f1"] == pytest.approx(b["dev_conll_f1"], abs=1e-6)
@@ -204,7 +204,7 @@ def test_a_changed_configuration_starts_fresh_instead_of_resuming(splits, tmp_pa
     docs, _ = splits
     train_and_evaluate(docs["train"], docs["dev"], [], TINY, {**FAST, "epochs": 1}, tmp_path)
     wider = {**TINY, "lstm_size": TINY["lstm_size"] + 2}
-    with caplog.at_level("WARNING", logger="corefrepro.train_coref"):
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
         out = train_and_evaluate(
             docs["train"], docs["dev"], [], wider, {**FAST, "epochs": 1}, tmp_path
         )  # fmt: skip
@@ -219,13 +219,13 @@ def test_resume_needs_the_same_training_settings_and_no_more_epochs_than_asked(
     docs, _ = splits
     args = (docs["train"], docs["dev"], [], TINY)
     train_and_evaluate(*args, {**FAST, "epochs": 2}, tmp_path)
-    with caplog.at_level("WARNING", logger="corefrepro.train_coref"):
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
         fewer = train_and_evaluate(*args, {**FAST, "epochs": 1}, tmp_path)
-    assert "epochs: 2 done > 1 requested" in caplog.text and fewer["epochs_run"] == 1
+    assert "it ran 2 epochs, more than the 1 requested" in caplog.text and fewer["epochs_run"] == 1
     caplog.clear()
-    with caplog.at_level("WARNING", logger="corefrepro.train_coref"):
-        train_and_evaluate(*args, {**FAST, "epochs": 2, "learning_rate": 0.01}, tmp_path)
-    assert "learning_rate" in caplog.text
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        train_and_evaluate(*args, {**FAST, "epochs": 2, "lr": 0.01}, tmp_path)
+    assert "train.lr: 0.003 (checkpoint) != 0.01 (requested)" in caplog.text
 
 
 def test_model_annotator_plug_in(trained, splits):
@@ -234,7 +234,7 @@ def test_model_annotator_plug_in(trained, splits):
     annotator = annotators.get(
         "model",
         {
-            "factory": "models.coref.train:load_annotator",
+            "factory": "models.coref.annotator:load_annotator",
             "checkpoint": str(out / BEST),
             "settings": {"name": "coref-baseline", "encode_window": 2},
         },
@@ -256,7 +256,7 @@ def test_model_annotator_plug_in(trained, splits):
         annotators.get(
             "model",
             {
-                "factory": "models.coref.train:load_annotator",
+                "factory": "models.coref.annotator:load_annotator",
                 "checkpoint": str(out / BEST),
                 "settings": {"expect": {"encoder": "asl"}},
             },
@@ -276,13 +276,13 @@ def test_flow_logs_the_learning_curve_and_writes_metrics(splits, tmp_path, monke
     monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
     monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
     settings = {
-        **stage.STAGE_DEFAULTS,
         "corpora": ["handmade"],
         "seeds": [3],
         "model": TINY,
         "train": {**FAST, "epochs": 2},
     }
-    monkeypatch.setattr(stage, "settings", lambda: settings)
+    parsed = stage.parse_settings(stage.TrainCorefSettings, settings, "train_coref")
+    monkeypatch.setattr(stage, "settings", lambda: parsed)
     monkeypatch.setattr(flow, "load_splits", lambda corpora, drop_singletons: docs)
     monkeypatch.setattr(stage, "artifact_dir", lambda e, s: tmp_path / "artifacts" / e / f"seed{s}")
     monkeypatch.setattr(stage, "metrics_path", lambda e: tmp_path / "metrics" / f"{e}.json")
@@ -292,9 +292,9 @@ def test_flow_logs_the_learning_curve_and_writes_metrics(splits, tmp_path, monke
     assert summary["dataset"] == "handmade" and summary["embeddings"] == "random"
     assert (tmp_path / "artifacts" / "asl" / "seed3" / BEST).exists()
     client = mlflow.tracking.MlflowClient(uri)
-    exp = client.get_experiment_by_name("luo-glass-cross-sentence-coref")
+    exp = client.get_experiment_by_name("train_coref")
     (run,) = client.search_runs([exp.experiment_id])
-    assert run.info.run_name == "asl/handmade/seed3"
+    assert run.info.run_name == "train_coref@asl/seed3"
     assert [m.step for m in client.get_metric_history(run.info.run_id, "dev_conll_f1")] == [1, 2]
     assert run.data.params["model.encoder"] == "asl" and run.data.params["embeddings"] == "random"
     assert run.data.metrics["final_test_conll_f1"] == pytest.approx(

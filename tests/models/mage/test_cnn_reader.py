@@ -63,4 +63,4 @@ def test_readers_train_on_cnn_and_log_accuracy(cnn_graphs, tmp_path):
             path, "cnn", cfg, {"epochs": 2, "threads": 1}, tmp_path / model["reader"], track=False
         )
         assert 0.0 <= metrics["dev_acc"] <= 1.0 and 0.0 <= metrics["test_acc"] <= 1.0
-        assert (tmp_path / model["reader"] / "checkpoint.pt").exists()
+        assert (tmp_path / model["reader"] / "best.pt").exists()

@@ -122,7 +122,7 @@ def test_a_seed_fixes_the_whole_run(graphs, syn1, tmp_path):
         json.loads((tmp_path / f"{s}-{i}" / tr.HISTORY).read_text())
         for i, s in enumerate((3, 3, 4))
     ]
-    strip = lambda c: [{k: v for k, v in h.items() if k != "epoch_time_s"} for h in c]  # noqa: E731
+    strip = lambda c: [{k: v for k, v in h.items() if not k.endswith("_time_s")} for h in c]  # noqa: E731
     assert strip(curves[0]) == strip(curves[1])  # dropout, init and batch order: all seeded
     assert runs[0]["test_acc"] == runs[1]["test_acc"]
     assert strip(curves[0]) != strip(curves[2])
@@ -133,7 +133,7 @@ def test_checkpoint_reload_and_config_mismatch_refusal(graphs, syn1, tmp_path):
     tr.train_and_evaluate(
         graphs, "syn1", model_cfg, {**FAST, "epochs": 1}, tmp_path, track=False, data=syn1
     )
-    ckpt = tmp_path / tr.CHECKPOINT
+    ckpt = tmp_path / tr.BEST
     model = tr.restore(ckpt, model_cfg, syn1)
     again = tr.restore(ckpt, model_cfg, syn1)
     from models.mage.data import make_batch
@@ -154,7 +154,7 @@ def test_checkpoint_reload_and_config_mismatch_refusal(graphs, syn1, tmp_path):
     with pytest.raises(tr.CheckpointMismatchError, match=r"data\.min_count.*data\.vocab_size"):
         tr.restore(ckpt, model_cfg, other)
     # no temporary files left beside the checkpoint (atomic writes)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [tr.CHECKPOINT, tr.HISTORY]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [tr.BEST, tr.HISTORY]
 
 
 def test_model_configs_and_labels():
@@ -167,9 +167,15 @@ def test_model_configs_and_labels():
     assert tr.model_label({"one_hot": True}) == "bigru+onehot"
     # total hidden fixed at 256 (§4.2): MAGE(16) splits it 240 + 16
     assert tr.resolve_model_cfg({"encoder": "mage"})["hidden_size"] == 256
-    with pytest.raises(tr.CorefreproError, match="train_mage model: unknown setting"):
+    with pytest.raises(
+        tr.CorefreproError,
+        match=r"train_mage model\.hidden: unknown setting \(did you mean hidden_size\?\)",
+    ):
         tr.resolve_model_cfg({"hidden": 3})
-    with pytest.raises(tr.CorefreproError, match="train_mage train: unknown setting"):
+    with pytest.raises(
+        tr.CorefreproError,
+        match=r"train_mage train\.epoch: unknown setting \(did you mean epochs\?\)",
+    ):
         tr.resolve_train_cfg({"epoch": 3})
 
 
@@ -210,9 +216,9 @@ def test_learning_curve_is_logged_to_mlflow_per_epoch(graphs, syn1, tmp_path, mo
         data=syn1,
     )
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("dhingra-mage-gru")
+    exp = client.get_experiment_by_name("train_mage")
     (run,) = client.search_runs([exp.experiment_id])
-    assert run.info.run_name == "bigru-tiny/synthetic/syn1/seed7"
+    assert run.info.run_name == "train_mage@bigru-tiny-syn1/seed7"
     assert run.data.tags["dataset"] == "synthetic/syn1" and run.data.tags["seed"] == "7"
     curve = client.get_metric_history(run.info.run_id, "dev_acc")
     assert [m.step for m in curve] == [1, 2]
@@ -238,7 +244,7 @@ def test_flow_writes_artifacts_and_dvc_metrics(graphs, syn1, tmp_path, monkeypat
     }
     _stage_in(tmp_path, settings, graphs, monkeypatch)
     out = flow.train_mage("bigru+mage8", "syn1-all")
-    metrics = json.loads((tmp_path / "metrics/mage/bigru+mage8/syn1-all.json").read_text())
+    metrics = json.loads((tmp_path / "metrics/train_mage/bigru+mage8-syn1-all.json").read_text())
     assert metrics == json.loads(json.dumps(out, allow_nan=False))
     assert metrics["seeds"] == 2 and set(metrics["per_seed"]) == {"1", "2"}
     best = max(metrics["per_seed"].values(), key=lambda m: m["dev_acc"])
@@ -246,10 +252,10 @@ def test_flow_writes_artifacts_and_dvc_metrics(graphs, syn1, tmp_path, monkeypat
     assert metrics["epochs_run"] == 1  # task_settings override the train settings
     assert metrics["dataset"] == "synthetic/syn1+syn1_coref"
     for seed in (1, 2):
-        d = tmp_path / f"artifacts/mage/bigru+mage8/syn1-all/seed{seed}"
-        assert {p.name for p in d.iterdir()} == {"checkpoint.pt", "history.json", "metrics.json"}
+        d = tmp_path / f"artifacts/train_mage/bigru+mage8-syn1-all/seed{seed}"
+        assert {p.name for p in d.iterdir()} == {"best.pt", "history.json", "metrics.json"}
     # model_defaults apply under every model: the tiny size, not the 256-unit default
-    saved = tr.load_checkpoint(tmp_path / "artifacts/mage/bigru+mage8/syn1-all/seed1/checkpoint.pt")
+    saved = tr.load_checkpoint(tmp_path / "artifacts/train_mage/bigru+mage8-syn1-all/seed1/best.pt")
     assert saved["config"]["model"]["hidden_size"] == TINY["hidden_size"]
     assert saved["config"]["model"]["encoder"] == "mage"
     with pytest.raises(tr.CorefreproError, match=r"no model 'gru9'.*bigru\+mage8"):
@@ -257,14 +263,14 @@ def test_flow_writes_artifacts_and_dvc_metrics(graphs, syn1, tmp_path, monkeypat
     # a model entry's train overrides: the "no coreference edges" ablation as a model row
     flow.train_mage("mage8-seqonly", "syn1-all", [1])
     ablation = tr.load_checkpoint(
-        tmp_path / "artifacts/mage/mage8-seqonly/syn1-all/seed1/checkpoint.pt"
+        tmp_path / "artifacts/train_mage/mage8-seqonly-syn1-all/seed1/best.pt"
     )
     assert ablation["config"]["data"]["edge_types"] == ["sequential"]
     assert "train" not in ablation["config"]["model"]
     assert saved["config"]["data"]["edge_types"] is None
     # the command line: one seed; the metrics file then summarizes that seed alone
     flow.main(["--model", "bigru+mage8", "--task", "syn1-all", "--seed", "3"])
-    metrics = json.loads((tmp_path / "metrics/mage/bigru+mage8/syn1-all.json").read_text())
+    metrics = json.loads((tmp_path / "metrics/train_mage/bigru+mage8-syn1-all.json").read_text())
     assert metrics["selected_seed"] == 3 and set(metrics["per_seed"]) == {"3"}
     with pytest.raises(SystemExit) as stop:  # a pipeline error: one line, exit status 2
         flow.main(["--model", "gru9", "--task", "syn1"])
@@ -284,7 +290,7 @@ def test_seeds_trained_apart_are_collected_without_training(graphs, syn1, tmp_pa
         "train": {**FAST, "epochs": 1},
     }
     _stage_in(tmp_path, settings, graphs, monkeypatch)
-    metrics_file = tmp_path / "metrics/mage/bigru/syn1.json"
+    metrics_file = tmp_path / "metrics/train_mage/bigru-syn1.json"
     joint = flow.train_mage("bigru", "syn1")  # seeds 1 and 2 in one run
     flow.main(["--model", "bigru", "--task", "syn1", "--seed", "2"])  # a lane: seed 2 alone
     assert set(json.loads(metrics_file.read_text())["per_seed"]) == {"2"}
@@ -309,7 +315,9 @@ def test_seeds_trained_apart_are_collected_without_training(graphs, syn1, tmp_pa
 
 def _stage_in(tmp_path, settings, graphs, monkeypatch) -> None:
     """The train_mage stage with these params.yaml settings, writing under tmp_path, untracked."""
-    monkeypatch.setattr(tr, "settings", lambda: settings)
+    monkeypatch.setattr(
+        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    )
     monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
     monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
     monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
@@ -406,7 +414,7 @@ def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path, monk
     held_out = load_reader_data(path, "lambada", cfg).splits["dev"]
     assert sub["context"]["dev_n"] == sum(ex["in_context"] for ex in held_out) < 6
     assert set(metrics["split_notes"]) == {"train", "dev"}
-    run = mlflow.search_runs(experiment_names=["dhingra-mage-gru"], output_format="list")[0]
+    run = mlflow.search_runs(experiment_names=["train_mage"], output_format="list")[0]
     assert run.data.metrics["context_dev_acc"] == pytest.approx(sub["context"]["dev_acc"])
     assert run.data.metrics["all_dev_acc"] == pytest.approx(metrics["dev_acc"])
     assert "context_test_acc" not in run.data.metrics  # no test split: nothing invented

@@ -1,0 +1,366 @@
+"""The one training loop: every model family trains through `fit`, nanoGPT's train.py style.
+
+A family supplies a `Recipe` (its model, optimizer, training batches, loss, evaluation and
+selection rule); the loop owns everything the families share: device and precision (CUDA with
+autocast, else CPU in float32), intra-op threads, gradient clipping, the epoch loop with
+early stopping and a time budget, best-on-dev selection, atomic checkpoints (best.pt, and
+last.pt for resuming), one MLflow point per epoch, progress on a terminal and one log line per
+epoch. Model selection reads the DEV split only; the test split is the family's business after
+`fit` returns, with the best checkpoint (`load_best`).
+
+Resume: with `resume`, last.pt is written after every epoch with the optimizer, schedule and
+RNG states and a fingerprint of everything the result depends on (model and data encoding,
+data, training settings but the run-only ones). A later run continues from it only when the
+fingerprint is the same; otherwise it trains from scratch and says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import torch
+
+from tasks.core.checkpoints import (
+    config_diff,
+    jsonable,
+    load_checkpoint,
+    pick_device,
+    save_checkpoint,
+)
+from tasks.core.storage import write_json
+
+log = logging.getLogger("corefrepro.training")
+
+BEST, LAST, HISTORY = "best.pt", "last.pt", "history.json"
+# settings that change how fast or how visibly a run goes, not what it learns
+RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "amp", "max_time_s")
+
+
+@dataclass
+class LoopSettings:
+    """What the loop reads of a family's train settings (a family's class extends this)."""
+
+    epochs: int = 20
+    patience: int | None = 5  # epochs without a better dev value before stopping (None: never)
+    max_time_s: float | None = None  # stop after the epoch that passes this wall time
+    clip: float = 5.0  # max gradient norm
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    amp: bool = True  # autocast on CUDA
+    amp_dtype: Literal["bfloat16", "float16"] = "bfloat16"  # float16 adds a GradScaler
+    threads: int | None = None  # torch intra-op threads (None: leave as is)
+    log_every_s: float = 60.0  # in-epoch progress lines when not on a terminal
+    resume: bool = False  # continue from last.pt when its fingerprint matches
+    seed: int = 1
+
+
+@dataclass
+class StepOutput:
+    """One training batch: the loss to minimize (None: nothing to learn from this batch) and
+    sums for the epoch's train metrics (loss_sum / loss_n -> train_loss, correct / seen ->
+    train_acc)."""
+
+    loss: torch.Tensor | None
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class Recipe(Protocol):
+    """A family's part of training. The loop calls, in this order: optimizer() once,
+    then per epoch batches(epoch) and step() per batch, evaluate("dev") after the epoch."""
+
+    model: torch.nn.Module
+
+    def optimizer(self) -> tuple[torch.optim.Optimizer, Any]: ...  # (optimizer, scheduler|None)
+    def batches(self, epoch: int) -> Iterable[Any]: ...
+    def step(self, batch: Any, device: torch.device) -> StepOutput: ...
+    def evaluate(self, split: str, precision: Precision) -> dict[str, float]: ...
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]: ...  # (key, patience)
+    def checkpoint_config(self) -> dict[str, Any]: ...
+    def checkpoint_info(self) -> dict[str, Any]: ...
+    def fingerprint(self) -> dict[str, Any]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+
+@dataclass
+class Precision:
+    """Device and autocast: bfloat16/float16 on CUDA when amp is on, float32 on CPU."""
+
+    device: torch.device
+    enabled: bool
+    dtype: torch.dtype
+
+    @classmethod
+    def choose(cls, settings: LoopSettings) -> Precision:
+        device = pick_device(settings.device)
+        dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[settings.amp_dtype]
+        return cls(device, bool(settings.amp) and device.type == "cuda", dtype)
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.enabled)
+
+    def scaler(self) -> torch.amp.GradScaler:
+        return torch.amp.GradScaler(
+            self.device.type, enabled=self.enabled and self.dtype == torch.float16
+        )
+
+    def describe(self) -> str:
+        return self.device.type + (f" amp {str(self.dtype).split('.')[-1]}" if self.enabled else "")
+
+
+@dataclass
+class LoopState:
+    """Everything the loop carries from epoch to epoch (saved in last.pt)."""
+
+    epoch: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_key: tuple | None = None
+    best_patience: float | None = None
+    best_epoch: int = 0
+    since_best: int = 0
+    stopped_early: bool = False
+
+
+@dataclass
+class Fit:
+    """What `fit` returns: the learning curve and where the best model is."""
+
+    history: list[dict[str, Any]]
+    best_epoch: int
+    epochs_run: int
+    stopped_early: bool
+    train_time_s: float
+    best_path: Path
+    precision: Precision
+    resumed_from: int = 0
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def fingerprint(recipe: Recipe, settings: LoopSettings) -> dict[str, Any]:
+    """What a result depends on: the recipe's model, data encoding and data, and the training
+    settings except the run-only ones (RUN_ONLY); "sha256" sums it up."""
+    train = {k: v for k, v in vars(settings).items() if k not in RUN_ONLY}
+    blob = jsonable({"recipe": recipe.fingerprint(), "train": train})
+    digest = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+    return {"sha256": digest, **blob}
+
+
+def _progress(batches: Iterable[Any], label: str) -> Iterable[Any]:
+    """A progress bar with rate and ETA on a terminal; plain iteration in logs."""
+    if not sys.stderr.isatty():
+        return batches
+    from tqdm.auto import tqdm
+
+    total = len(batches) if hasattr(batches, "__len__") else None
+    return tqdm(batches, total=total, desc=label, leave=False, dynamic_ncols=True)
+
+
+def _optimizer_step(loss, optimizer, scheduler, scaler, params, clip: float) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(params, clip)
+    scaler.step(optimizer)
+    scaler.update()
+    if scheduler is not None:
+        scheduler.step()
+
+
+def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, settings, name):
+    """One pass over the training batches; returns the summed step statistics."""
+    recipe.model.train()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    sums: dict[str, float] = {}
+    started = last_log = time.perf_counter()
+    for b, batch in enumerate(_progress(recipe.batches(epoch), f"{name} epoch {epoch}"), 1):
+        with precision.autocast():
+            out = recipe.step(batch, precision.device)
+        if out.loss is not None:
+            _optimizer_step(out.loss, optimizer, scheduler, scaler, params, settings.clip)
+        for key, value in out.stats.items():
+            sums[key] = sums.get(key, 0.0) + value
+        now = time.perf_counter()
+        if settings.log_every_s and now - last_log >= settings.log_every_s:
+            last_log = now
+            loss = sums.get("loss_sum", 0.0) / max(sums.get("loss_n", 0.0), 1.0)
+            log.info("  %s epoch %d: batch %d, train loss %.4f (%.0f s)", name, epoch, b, loss,
+                     now - started)  # fmt: skip
+    return sums
+
+
+def _epoch_row(epoch: int, sums: Mapping[str, float], dev: Mapping[str, Any], lr: float) -> dict:
+    n = sums.get("loss_n", 0.0)
+    row: dict[str, Any] = {"epoch": epoch, "train_loss": sums["loss_sum"] / n if n else math.nan}
+    if "seen" in sums:
+        row["train_acc"] = sums["correct"] / sums["seen"] if sums["seen"] else math.nan
+    row.update({f"dev_{k}": v for k, v in dev.items() if isinstance(v, int | float)})
+    row["learning_rate"] = lr
+    return row
+
+
+def _select(state: LoopState, key: tuple, patience_value: float) -> bool:
+    """Best-on-dev: a higher key is a better model; patience counts epochs without a higher
+    patience value (a tie-break gain alone does not keep a solved task training)."""
+    improved = state.best_key is None or key > state.best_key
+    if state.best_patience is None or patience_value > state.best_patience:
+        state.since_best, state.best_patience = 0, patience_value
+    else:
+        state.since_best += 1
+    if improved:
+        state.best_key, state.best_epoch = key, state.epoch
+    return improved
+
+
+def _should_stop(state: LoopState, settings: LoopSettings, started: float, name: str) -> bool:
+    if settings.patience is not None and state.since_best >= int(settings.patience):
+        log.info("%s: no better dev value for %d epochs: stop", name, state.since_best)
+        return True
+    if settings.max_time_s and time.perf_counter() - started > float(settings.max_time_s):
+        log.info("%s: time budget %.0f s spent: stop", name, settings.max_time_s)
+        return True
+    return False
+
+
+def _log_epoch(name: str, settings: LoopSettings, row: Mapping[str, Any], improved: bool) -> None:
+    devs = " ".join(
+        f"{k[4:]} {v:.4f}" for k, v in row.items() if k.startswith("dev_") and k != "dev_n"
+    )
+    acc = f" acc {row['train_acc']:.3f}" if "train_acc" in row else ""
+    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s%s", name, row["epoch"],
+             settings.epochs, row["train_loss"], acc, devs, row["epoch_time_s"],
+             " *" if improved else "")  # fmt: skip
+
+
+def _resume(
+    recipe, optimizer, scheduler, scaler, last: Path, expected: dict, settings
+) -> LoopState:
+    """The saved state when last.pt continues this very run; a fresh state otherwise."""
+    if not (settings.resume and last.exists()):
+        return LoopState()
+    ckpt = load_checkpoint(last)
+    saved = LoopState(**ckpt["loop"])
+    reason = None
+    saved_print = ckpt.get("fingerprint") or {}
+    if saved_print.get("sha256") != expected["sha256"]:
+        diffs = config_diff(saved_print, expected)
+        changed = "; ".join(d for d in diffs if not d.startswith("sha256"))[:500]
+        reason = f"data or settings changed since it was written: {changed or 'unknown'}"
+    elif saved.epoch > int(settings.epochs):
+        reason = f"it ran {saved.epoch} epochs, more than the {settings.epochs} requested"
+    if reason:
+        log.warning("%s: not resuming (%s): training from scratch", last, reason)
+        return LoopState()
+    recipe.model.load_state_dict(ckpt["state_dict"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(ckpt["scheduler"])
+    scaler.load_state_dict(ckpt["scaler"])
+    recipe.load_state_dict(ckpt["recipe"])
+    torch.set_rng_state(ckpt["torch_rng"])
+    log.info("resuming from %s after epoch %d", last, saved.epoch)
+    saved.best_key = tuple(saved.best_key) if saved.best_key is not None else None
+    return saved
+
+
+def _save_last(path, recipe, optimizer, scheduler, scaler, state, expected: dict) -> None:
+    save_checkpoint(
+        path, recipe.model, recipe.checkpoint_config(),
+        optimizer=optimizer.state_dict(),
+        scheduler=scheduler.state_dict() if scheduler is not None else None,
+        scaler=scaler.state_dict(), recipe=recipe.state_dict(),
+        torch_rng=torch.get_rng_state(), loop=vars(state), fingerprint=expected,
+    )  # fmt: skip
+
+
+def fit(
+    recipe: Recipe,
+    settings: LoopSettings,
+    out_dir: str | Path,
+    *,
+    name: str,
+    log_metrics: Callable[[Mapping[str, float], int | None], None] | None = None,
+) -> Fit:
+    """Train `recipe.model` for settings.epochs epochs with best-on-dev selection; writes
+    <out_dir>/best.pt (and last.pt with resume) and history.json. The recipe's model must be
+    initialised (seeded) by the caller; the loop moves it to the chosen device."""
+    out_dir = Path(out_dir)
+    precision = Precision.choose(settings)
+    started = time.perf_counter()
+    with torch_threads(settings.threads):
+        recipe.model.to(precision.device)
+        optimizer, scheduler = recipe.optimizer()
+        scaler = precision.scaler()
+        expected = fingerprint(recipe, settings)
+        state = _resume(recipe, optimizer, scheduler, scaler, out_dir / LAST, expected, settings)
+        resumed_from = state.epoch
+        while state.epoch < int(settings.epochs) and not state.stopped_early:
+            _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings, name,
+                       out_dir, log_metrics)  # fmt: skip
+            if settings.resume:
+                _save_last(out_dir / LAST, recipe, optimizer, scheduler, scaler, state, expected)
+            state.stopped_early = _should_stop(state, settings, started, name)
+        write_json(out_dir / HISTORY, jsonable(state.history))
+    return Fit(
+        history=state.history,
+        best_epoch=state.best_epoch,
+        epochs_run=state.epoch,
+        stopped_early=state.stopped_early,
+        train_time_s=time.perf_counter() - started,
+        best_path=out_dir / BEST,
+        precision=precision,
+        resumed_from=resumed_from,
+    )
+
+
+def _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings, name, out_dir,
+               log_metrics) -> None:  # fmt: skip
+    """Train one epoch, evaluate on dev, keep the best checkpoint, record the curve."""
+    state.epoch += 1
+    t0 = time.perf_counter()
+    sums = _train_epoch(recipe, state.epoch, optimizer, scheduler, scaler, precision, settings,
+                        name)  # fmt: skip
+    train_time = time.perf_counter() - t0
+    dev = recipe.evaluate("dev", precision)
+    row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
+    row["train_time_s"] = train_time
+    row["epoch_time_s"] = time.perf_counter() - t0
+    key, patience_value = recipe.selection(dev)
+    improved = _select(state, key, patience_value)
+    if improved:
+        save_checkpoint(
+            out_dir / BEST, recipe.model, recipe.checkpoint_config(), epoch=state.epoch,
+            dev=jsonable(dict(dev)), **recipe.checkpoint_info(),
+        )  # fmt: skip
+    row["best"] = improved
+    state.history.append(row)
+    if log_metrics is not None:
+        log_metrics({k: v for k, v in row.items() if k not in ("epoch", "best")}, state.epoch)
+    _log_epoch(name, settings, row, improved)
+
+
+def load_best(fit_result: Fit, recipe: Recipe) -> dict[str, Any]:
+    """Load the best checkpoint into the recipe's model (checked against its configuration):
+    what is evaluated on test is what was saved."""
+    ckpt = load_checkpoint(fit_result.best_path, recipe.checkpoint_config())
+    recipe.model.load_state_dict(ckpt["state_dict"])
+    recipe.model.to(fit_result.precision.device)
+    return ckpt
