@@ -13,7 +13,7 @@ import logging
 
 from flows.runtime import Runner, flow, run_cli, task
 from tasks import corpora
-from tasks.core import fetch, storage
+from tasks.core import fetch, layout, storage
 from tasks.core.config import mirror_setting, resolve_path
 from tasks.corpora import ingest
 
@@ -36,7 +36,7 @@ def generate_corpus(corpus: str, target_dir, cfg: dict) -> None:
 def download(corpus: str) -> dict[str, str]:
     shared, corpus_cfg = ingest.download_settings(corpus)
     module = corpora.get(corpus)
-    target = ingest.raw_dir(corpus)
+    target = layout.raw_dir(corpus)
     with storage.atomic_dir(target) as tmp:
         if hasattr(module, "generate"):
             generate_corpus(corpus, tmp, corpus_cfg)

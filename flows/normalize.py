@@ -9,6 +9,7 @@ import argparse
 
 from flows.runtime import flow, run_cli, task
 from tasks import corpora
+from tasks.core import layout
 from tasks.corpora import ingest
 
 normalize_task = task(ingest.normalize_corpus, name="normalize-corpus")
@@ -16,7 +17,7 @@ normalize_task = task(ingest.normalize_corpus, name="normalize-corpus")
 
 @flow(name="normalize")
 def normalize(corpus: str) -> dict[str, int]:
-    return normalize_task(corpus, ingest.raw_dir(corpus), ingest.docs_dir(corpus))
+    return normalize_task(corpus, layout.raw_dir(corpus), layout.docs_dir(corpus))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,7 +13,7 @@ import io
 
 from flows.runtime import flow, run_cli, task
 from tasks import corpora
-from tasks.core import storage
+from tasks.core import layout, storage
 from tasks.core.config import resolve_path
 from tasks.core.tracking import tracked_run
 from tasks.corpora import ingest
@@ -21,7 +21,7 @@ from tasks.corpora import ingest
 
 @task(name="corpus-stats")
 def compute_stats(corpus: str) -> tuple[dict, list[dict]]:
-    return ingest.corpus_stats(ingest.docs_dir(corpus))
+    return ingest.corpus_stats(layout.docs_dir(corpus))
 
 
 @task(name="log-stats")

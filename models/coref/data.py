@@ -114,7 +114,7 @@ def load_splits(
     drop_singletons: bool = True,
 ) -> dict[str, list[CorefDocument]]:
     """{split: documents} over several corpora (data/docs/<corpus>/, or docs_root/<corpus>/)."""
-    from tasks.corpora.ingest import docs_dir
+    from tasks.core.layout import docs_dir
 
     splits: dict[str, list[CorefDocument]] = {s: [] for s in SPLITS}
     for corpus in corpora:

@@ -254,7 +254,7 @@ def export_corpus(corpus: str) -> dict[str, Any]:
     from tasks.core import storage
     from tasks.core.checkpoints import pick_device
     from tasks.core.fetch import sha256_of
-    from tasks.corpora.ingest import docs_dir
+    from tasks.core.layout import docs_dir
 
     cfg = settings()
     k, splits, every = _checked(cfg)

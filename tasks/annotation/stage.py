@@ -25,12 +25,13 @@ import pyarrow.parquet as pq
 
 from tasks.annotation import annotators
 from tasks.annotation.annotate import annotate_documents
+from tasks.annotation.runs import run_settings
 from tasks.core import storage
 from tasks.core.config import REPO_ROOT, params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
+from tasks.core.layout import docs_dir, mentions_dir
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
-from tasks.corpora.ingest import docs_dir
 
 log = logging.getLogger("corefrepro.annotate")
 
@@ -41,41 +42,11 @@ def settings() -> dict[str, Any]:
     return dict(params("annotate"))
 
 
-def run_settings(run: str) -> dict[str, Any]:
-    """annotate.runs.<run> or annotate.model_runs.<run> (runs of the own coreference model,
-    a separate DVC foreach only so that their stage can depend on settings.checkpoint)."""
-    cfg = settings()
-    runs, model_runs = cfg.get("runs") or {}, cfg.get("model_runs") or {}
-    if run in runs and run in model_runs:
-        raise CorefreproError(f"params.yaml: run '{run}' is in both annotate.runs and model_runs")
-    section = "model_runs" if run in model_runs else "runs"
-    entry = (model_runs if section == "model_runs" else runs).get(run)
-    if entry is None:
-        known = ", ".join(sorted([*runs, *model_runs]))
-        raise CorefreproError(
-            f"params.yaml: annotate.runs / annotate.model_runs have no '{run}' (known: {known})"
-        )
-    entry = dict(entry)
-    for key in ("corpus", "annotator"):
-        if key not in entry:
-            raise CorefreproError(f"params.yaml: annotate.{section}.{run} needs '{key}'")
-    if section == "model_runs" and not (entry.get("settings") or {}).get("checkpoint"):
-        raise CorefreproError(
-            f"params.yaml: annotate.model_runs.{run} needs settings.checkpoint (the stage "
-            "annotate_model depends on it, e.g. artifacts/train_coref/asl/seed1/best.pt)"
-        )
-    return entry
-
-
 def annotator_settings(run: str) -> dict[str, Any]:
     """annotate.annotators.<annotator> with the run's own `settings` merged over it."""
     entry = run_settings(run)
     shared = dict((settings().get("annotators") or {}).get(entry["annotator"]) or {})
     return {**shared, **dict(entry.get("settings") or {})}
-
-
-def mentions_dir(run: str) -> Path:
-    return resolve_path("data/mentions") / run
 
 
 def _code_hash() -> str:

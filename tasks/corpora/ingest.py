@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from tasks import corpora
 from tasks.core import storage
-from tasks.core.config import params, resolve_path
+from tasks.core.config import params
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import Source, sha256_of
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
@@ -22,17 +22,7 @@ from tasks.corpora.base import Normalized
 
 log = logging.getLogger("corefrepro.ingest")
 
-RAW_ROOT = "data/raw"
-DOCS_ROOT = "data/docs"
 SUMS_FILE = "SHA256SUMS"
-
-
-def raw_dir(corpus: str) -> Path:
-    return resolve_path(RAW_ROOT) / corpus
-
-
-def docs_dir(corpus: str) -> Path:
-    return resolve_path(DOCS_ROOT) / corpus
 
 
 def download_settings(corpus: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -13,11 +13,11 @@ readers take a derived corpus like any other: name it in an annotate run
 (`annotate.runs.<run>: {corpus: <name>, annotator: ...}`).
 
 Kinds (KINDS):
-- babi_mix: bAbI-Mix (Dhingra et al., papers/004, §4.2), built by tasks.graphs.dags.mix_babi: the
+- babi_mix: bAbI-Mix (Dhingra et al., papers/004, §4.2), built by tasks.graphs.babi_mix.mix_babi: the
   stories of one (split, task) are paired, one story of each pair gets its entities renamed,
   the sentences are interleaved, and every question of both stories is asked over the mixed
   story. Settings: seed; alternates (extra word -> alternate pairs, merged over
-  tasks.graphs.dags.BABI_ALTERNATES, for a corpus with other entity names); candidates: keep |
+  tasks.graphs.babi_mix.BABI_ALTERNATES, for a corpus with other entity names); candidates: keep |
   drop (drop: items lose their candidate lists, so a reader picks among all document
   tokens as on bAbI, which has none -- the synthetic corpus lists its own story's places,
   which would leave the other story's renamed places out of reach).
@@ -33,10 +33,11 @@ from tasks import corpora
 from tasks.core import storage
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import docs_dir
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
 from tasks.corpora.base import Normalized
-from tasks.corpora.ingest import corpus_stats, docs_dir, write_docs
-from tasks.graphs.dags import BABI_ALTERNATES, mix_babi
+from tasks.corpora.ingest import corpus_stats, write_docs
+from tasks.graphs.babi_mix import BABI_ALTERNATES, mix_babi
 
 Deriver = Callable[[str, Mapping[str, Any], Mapping[str, Any]], Normalized]
 

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tasks.annotation.stage import mentions_dir, run_settings
+from tasks.annotation.runs import run_settings
 from tasks.core import storage
 from tasks.core.config import params, resolve_path
+from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
 from tasks.core.schema import (
     CORELM_VIEW,
     DOCUMENTS,
@@ -25,16 +26,11 @@ from tasks.core.schema import (
     MENTIONS,
     QUERY_MENTIONS,
 )
-from tasks.corpora.ingest import docs_dir
 from tasks.graphs.dags import build_graphs
 from tasks.graphs.views import build_corelm_view, build_entitynlm_view
 
 log = logging.getLogger("corefrepro.graphs")
 TABLES = {"graphs": GRAPHS, "view_entitynlm": "entitynlm", "view_corelm": "corelm"}
-
-
-def graphs_dir(run: str) -> Path:
-    return resolve_path("data/graphs") / run
 
 
 def table_path(run: str, stage: str) -> Path:

@@ -17,7 +17,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
 from tasks.corpora import ingest
 from tasks.graphs import derive
-from tasks.graphs.dags import BABI_ALTERNATES
+from tasks.graphs.babi_mix import BABI_ALTERNATES
 from tests.conftest import copy_checkout, run_ok
 
 MIX = {"from": "synthetic", "kind": "babi_mix", "seed": 13}

@@ -15,15 +15,14 @@ import pytest
 
 from tasks.core.storage import check_mentions_in_range, to_table
 from tasks.graphs import dags as graphs
+from tasks.graphs.babi_mix import BABI_ALTERNATES, mix_babi
 from tasks.graphs.dags import (
-    BABI_ALTERNATES,
     EdgeType,
     GraphError,
     Segment,
     build_graph,
     build_graphs,
     edge_type_names,
-    mix_babi,
     segment_order,
 )
 
