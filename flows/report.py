@@ -2,9 +2,10 @@
 
     python -m flows.report
 
-Reads metrics/mage/<model>/<task>.json and metrics/coref/<encoder>.json (the training stages'
-DVC metrics) and tasks/report/paper_results.yaml (the papers' numbers and the model/task mapping);
-paths in params.yaml `report`. Missing metrics give "—" cells. Deterministic output.
+Reads metrics/train_mage/<model>-<task>.json and metrics/train_coref/<encoder>.json (the
+training stages' DVC metrics) and tasks/report/paper_results.yaml (the papers' numbers and the
+model/task mapping); paths in params.yaml `report`. Missing metrics give "—" cells.
+Deterministic output. tasks/report/build.py assembles it from the per-family renderers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import logging
 
 from flows.runtime import flow, run_cli
-from tasks.report import tables as stage
+from tasks.report import build as stage
 
 log = logging.getLogger("corefrepro.report")
 

@@ -1,4 +1,5 @@
-"""The report stage: the paper yaml, rendering from small metrics fixtures, determinism."""
+"""The report stage: the paper yaml, rendering from small metrics fixtures, determinism, and
+the dispatch of each paper table to its model family's renderer."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 import yaml
 
 import flows.report as report_flow
-from tasks.core.config import REPO_ROOT
+from tasks.core.config import REPO_ROOT, params
 from tasks.core.errors import DataError
-from tasks.report import tables as report
+from tasks.report import build as report
+from tasks.report import common
 
-SPEC = REPO_ROOT / "tasks" / "paper_results.yaml"
+SPEC = REPO_ROOT / "tasks" / "report" / "paper_results.yaml"
 PAPERS = REPO_ROOT.parent / "shared" / "papers"
 
 
@@ -35,8 +37,17 @@ def _write(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True), encoding="utf-8")
 
 
+def _put(root: str | Path, obj) -> Path:
+    """A reader's metrics as metrics/train_mage/<model>-<task>.json, a coref encoder's as
+    metrics/train_coref/<encoder>.json (the names the training stages give them)."""
+    name = obj["encoder"] if "encoder" in obj else f"{obj['model']}-{obj['task']}"
+    path = Path(root) / f"{name}.json"
+    _write(path, obj)
+    return path
+
+
 def _reader(model, task, corpus, test_error, dev_acc=0.9, seeds=3, **extra):
-    """A metrics/mage/<model>/<task>.json as models/mage/train.py summarize writes it."""
+    """A metrics/train_mage/<model>-<task>.json as models/mage/train.py summarize writes it."""
     return {
         "model": model,
         "task": task,
@@ -54,7 +65,7 @@ def _reader(model, task, corpus, test_error, dev_acc=0.9, seeds=3, **extra):
 
 
 def _coref(encoder, test_f1, dev_f1, seeds=2):
-    """A metrics/coref/<encoder>.json as models/coref/train.py summarize writes it."""
+    """A metrics/train_coref/<encoder>.json as models/coref/train.py summarize writes it."""
     scores = {"muc_f1": 0.7, "bcub_f1": 0.6, "ceafe_f1": 0.5, "muc_p": 0.8, "muc_r": 0.62}
     return {
         "encoder": encoder,
@@ -73,25 +84,21 @@ def _coref(encoder, test_f1, dev_f1, seeds=2):
 
 @pytest.fixture
 def metrics(tmp_path):
-    """Small metrics trees: two bAbI tasks of bigru, one of an unmapped model, LAMBADA with
-    subsets, the synthetic embedded default, a run of no table, and two of three encoders."""
-    mage, coref = tmp_path / "mage", tmp_path / "coref"
-    _write(mage / "bigru" / "qa1.json", _reader("bigru", "qa1", "babi", 0.125))
-    _write(mage / "bigru" / "qa2.json", _reader("bigru", "qa2", "babi", 0.03))
-    _write(mage / "bigru-mage32" / "qa1.json", _reader("bigru-mage32", "qa1", "babi", 0.0))
+    """Small flat metrics directories: two bAbI tasks of bigru, one of an unmapped model,
+    LAMBADA with subsets, the synthetic embedded default, a run of no table, and two of three
+    encoders."""
+    mage, coref = tmp_path / "train_mage", tmp_path / "train_coref"
+    _put(mage, _reader("bigru", "qa1", "babi", 0.125))
+    _put(mage, _reader("bigru", "qa2", "babi", 0.03))
+    _put(mage, _reader("bigru-mage32", "qa1", "babi", 0.0))
     subsets = {"context": {"dev_acc": 0.5, "test_acc": 0.25, "n": 4}}
-    _write(
-        mage / "ga" / "lambada.json",
-        _reader("ga", "lambada", "lambada", 0.6, 0.375, 1, subsets=subsets),
-    )
-    _write(mage / "ga-mage16" / "qa3.json", _reader("ga-mage16", "qa3", "babi-mix", 0.02))
+    _put(mage, _reader("ga", "lambada", "lambada", 0.6, 0.375, 1, subsets=subsets))
+    _put(mage, _reader("ga-mage16", "qa3", "babi-mix", 0.02))
     notes = {"train": "carved from dev"}
-    _write(
-        mage / "bigru" / "syn2.json", _reader("bigru", "syn2", "synthetic", 0.5, split_notes=notes)
-    )
-    _write(mage / "bigru" / "wt2.json", _reader("bigru", "wt2", "wikitext2", 0.5))
-    _write(coref / "baseline.json", _coref("baseline", 0.60, 0.58))
-    _write(coref / "asl.json", _coref("asl", 0.61, 0.585))
+    _put(mage, _reader("bigru", "syn2", "synthetic", 0.5, split_notes=notes))
+    _put(mage, _reader("bigru", "wt2", "wikitext2", 0.5))
+    _put(coref, _coref("baseline", 0.60, 0.58))
+    _put(coref, _coref("asl", 0.61, 0.585))
     return {"mage": str(mage), "coref": str(coref)}
 
 
@@ -207,7 +214,7 @@ def test_babi_cells_means_and_failed_counts_over_measured_tasks(tmp_path, metric
 def test_a_sampled_test_set_points_to_the_dev_error(tmp_path, metrics):
     assert "Test sets under 100 questions" not in _build(tmp_path, metrics)
     small = _reader("bigru", "qa2", "babi", 0.5, dev_acc=0.45, test_n=10)
-    _write(Path(metrics["mage"]) / "bigru" / "qa2.json", small)
+    _put(metrics["mage"], small)
     text = _build(tmp_path / "again", metrics)
     assert "`bigru` qa2 (10 questions, dev error 55.0%)" in text
 
@@ -269,17 +276,64 @@ def test_missing_metrics_dirs_give_dashes_not_a_crash(tmp_path):
 
 
 def test_bad_metrics_json_names_the_file(tmp_path, metrics):
-    bad = Path(metrics["mage"]) / "ga" / "cnn.json"
+    bad = Path(metrics["mage"]) / "ga-cnn.json"
     bad.write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError) as err:
         _build(tmp_path, metrics)
-    assert "cnn.json:1" in str(err.value)
+    assert "ga-cnn.json:1" in str(err.value)
+
+
+def test_model_task_and_encoder_come_from_the_metrics_not_the_file_name(tmp_path, metrics):
+    """Model keys contain hyphens ("bigru-mage32-qa1.json"), so the keys inside the file say
+    which run it is; a renamed file renders the same cells."""
+    mage, coref = Path(metrics["mage"]), Path(metrics["coref"])
+    (mage / "bigru-qa1.json").rename(mage / "renamed.json")
+    (coref / "asl.json").rename(coref / "encoder-2.json")
+    text = _build(tmp_path, metrics)
+    assert "| 1 (`qa1`) | 12.5 (" in text and "renamed.json" in text
+    assert _line(text, "| `asl` − `baseline` |").startswith("| `asl` − `baseline` | +1.00 |")
+    assert "encoder-2.json" in text
+
+
+@pytest.mark.parametrize(
+    "source, name, change, message",
+    [
+        ("mage", "copy.json", lambda m: m, "model 'bigru' task 'qa1' again"),
+        (
+            "mage",
+            "bigru-qa1.json",
+            lambda m: {k: v for k, v in m.items() if k != "task"},
+            'needs the key "task"',
+        ),
+        ("coref", "copy.json", lambda m: m, "encoder 'asl' again"),
+        ("coref", "asl.json", lambda m: {**m, "encoder": None}, 'needs the key "encoder"'),
+    ],
+)
+def test_duplicate_or_unnamed_runs_name_the_file(tmp_path, metrics, source, name, change, message):
+    root = Path(metrics[source])
+    original = json.loads(
+        (root / ("asl.json" if source == "coref" else "bigru-qa1.json")).read_text()
+    )
+    _write(root / name, change(original))
+    with pytest.raises(DataError) as err:
+        _build(tmp_path, metrics)
+    assert name in str(err.value) and message in str(err.value)
+
+
+def test_every_table_kind_dispatches_to_the_family_of_its_source(spec):
+    """paper_results.yaml kinds = the FAMILIES dict; each family reads the metrics directory of
+    its source, params.yaml report.metrics (the flat train_* stage directories)."""
+    assert set(report.FAMILIES) == {t["kind"] for t in spec["tables"]} == set(report.KINDS)
+    for table in spec["tables"]:
+        assert report.FAMILIES[table["kind"]].source == table["source"], table["id"]
+    dirs = {"mage": "metrics/train_mage", "coref": "metrics/train_coref"}
+    assert common.DEFAULTS["metrics"] == params()["report"]["metrics"] == dirs
 
 
 def test_output_is_deterministic(tmp_path, metrics):
     first = _build(tmp_path, metrics, "a.md")
     # same metrics written again in another order: same bytes
-    for path in sorted(Path(metrics["mage"]).rglob("*.json"), reverse=True):
+    for path in sorted(Path(metrics["mage"]).glob("*.json"), reverse=True):
         path.write_text(json.dumps(json.loads(path.read_text()), indent=1), encoding="utf-8")
     assert _build(tmp_path, metrics, "b.md") == first
     assert (tmp_path / "out" / "a.md").read_bytes() == (tmp_path / "out" / "b.md").read_bytes()

@@ -1,0 +1,287 @@
+"""Shared pieces of the report stage: the paper yaml, metrics files and markdown cells.
+
+Why a module of its own: every model family's renderer (tasks/report/mage.py, coref.py, and
+EntityNLM / CoreLM next) reads the same checked paper yaml, the same kind of DVC metrics
+files and writes the same "ours (paper)" cells, so a family module holds only what is
+particular to its papers' tables. tasks/report/build.py assembles the document.
+
+Inputs: tasks/report/paper_results.yaml (the papers' numbers, transcribed exactly; see its
+header) and the training stages' metrics directories, params.yaml `report.metrics`
+(metrics/train_mage, metrics/train_coref). A missing directory or file is a "—" cell.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tasks.core.config import REPO_ROOT, params
+from tasks.core.errors import DataError
+
+DASH = "—"
+DEFAULTS: dict[str, Any] = {
+    "paper_results": "tasks/report/paper_results.yaml",
+    "metrics": {"mage": "metrics/train_mage", "coref": "metrics/train_coref"},
+    "output": "reports/results.md",
+}
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def settings() -> dict[str, Any]:
+    """params.yaml `report` over the defaults, plus the reader annotation run (for the text)."""
+    cfg = {**DEFAULTS, **(params().get("report") or {})}
+    cfg["metrics"] = {**DEFAULTS["metrics"], **(cfg.get("metrics") or {})}
+    cfg["annotation"] = (params().get("train_mage") or {}).get("data")
+    return cfg
+
+
+# --------------------------------------------------------------------------- families
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family's part of the report, as tasks/report/build.py dispatches to it.
+
+    source: the key of params.yaml report.metrics (and the tables' `source`) it reads;
+    load: that metrics directory -> the family's runs (any shape the renderers agree on);
+    render: (table, runs, papers, annotation) -> the lines of one paper table;
+    render_rest: (all tables, runs, papers, annotation) -> lines after the tables (e.g. the
+    runs no table claimed); none by default.
+    """
+
+    source: str
+    load: Callable[[Path], Any]
+    render: Callable[[Mapping, Any, Mapping, str | None], list[str]]
+    render_rest: Callable[[Sequence[Mapping], Any, Mapping, str | None], list[str]] = lambda *_: []
+
+
+# --------------------------------------------------------------------------- paper tables
+
+
+def _number(value: Any, path: Path, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataError(path, f"{where}: {value!r} is not a number")
+    return float(value)
+
+
+def _require(cond: bool, path: Path, message: str) -> None:
+    if not cond:
+        raise DataError(path, message)
+
+
+def _read_yaml(path: Path) -> Any:
+    if not path.exists():
+        raise DataError(path, "paper results file not found (params.yaml report.paper_results)")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise DataError(
+            path, f"not valid YAML: {exc}", None if line is None else line + 1
+        ) from None
+
+
+def load_spec(path: str | Path, kinds: Collection[str], sources: Collection[str]) -> dict[str, Any]:
+    """tasks/report/paper_results.yaml, checked: every table has one of `kinds` (the kinds the
+    family renderers own) and `sources`, names its paper and table id, every number is a
+    number, and list rows have one value per column. Numbers become floats."""
+    path = Path(path)
+    spec = _read_yaml(path)
+    _require(isinstance(spec, dict), path, "top level must be a mapping (papers, tables)")
+    papers = spec.get("papers") or {}
+    _require(isinstance(papers, dict), path, "papers: expected a mapping of paper ids")
+    for pid, paper in papers.items():
+        _require(
+            isinstance(paper, dict) and paper.get("file") and paper.get("cite"),
+            path,
+            f"papers.{pid}: needs 'file' (under the papers directory) and 'cite'",
+        )
+    tables = spec.get("tables") or []
+    _require(isinstance(tables, list) and tables, path, "tables: expected a non-empty list")
+    seen: set[str] = set()
+    for i, table in enumerate(tables):
+        _require(isinstance(table, dict), path, f"tables[{i}]: expected a mapping")
+        tid = table.get("id")
+        _require(isinstance(tid, str) and tid not in seen, path, f"tables[{i}]: missing/dup id")
+        seen.add(tid)
+        _check_table(table, papers, path, f"table {tid}", (tuple(kinds), tuple(sources)))
+    return spec
+
+
+def _check_table(
+    table: dict, papers: Mapping, path: Path, where: str, allowed: tuple[tuple, tuple]
+) -> None:
+    kinds, sources = allowed
+    kind = table.get("kind")
+    _require(kind in kinds, path, f"{where}: kind {kind!r}; expected one of {kinds}")
+    _require(table.get("source") in sources, path, f"{where}: source must be one of {sources}")
+    _require(bool(table.get("title")), path, f"{where}: needs a title")
+    if kind == "runs":
+        _require(bool(table.get("corpora")), path, f"{where}: needs corpora")
+        return
+    _require(
+        table.get("paper") in papers and bool(table.get("table")),
+        path,
+        f"{where}: needs 'paper' (one of {sorted(papers)}) and 'table' (e.g. 'Table 1')",
+    )
+    keys = _check_columns(table, path, where)
+    if kind == "babi":
+        _require(bool(table.get("corpora")), path, f"{where}: needs corpora")
+        table["failed_above"] = _number(table.get("failed_above", 5.0), path, f"{where}")
+    rows = table.get("rows")
+    _require(isinstance(rows, list) and rows, path, f"{where}: needs rows")
+    for j, row in enumerate(rows):
+        _check_row(row, keys, path, f"{where} row {j + 1}")
+    for d in table.get("deltas") or []:
+        _require(
+            isinstance(d, dict) and d.get("model") and d.get("baseline"),
+            path,
+            f"{where}: each delta needs model and baseline",
+        )
+        if d.get("min_delta") is not None:
+            d["min_delta"] = _number(d["min_delta"], path, f"{where} min_delta")
+
+
+def _check_columns(table: dict, path: Path, where: str) -> list[str]:
+    """The column keys; an accuracy column's `metric` becomes a list of metrics keys."""
+    columns = table.get("columns")
+    _require(isinstance(columns, list) and columns, path, f"{where}: needs columns")
+    if table["kind"] != "accuracy":
+        return list(columns)
+    for c in columns:
+        _require(
+            isinstance(c, dict) and c.get("key") and c.get("label") and c.get("metric"),
+            path,
+            f"{where}: each column needs key, label and metric (a list of metrics keys)",
+        )
+        if isinstance(c["metric"], str):
+            c["metric"] = [c["metric"]]
+    _require(bool(table.get("tasks")), path, f"{where}: needs tasks (our run labels)")
+    return [c["key"] for c in columns]
+
+
+def _check_row(row: Any, keys: Sequence[str], path: Path, where: str) -> None:
+    """One paper row: paper_row, model key or null, values by column key (floats)."""
+    rw = f"{where} ({row.get('paper_row') if isinstance(row, dict) else row})"
+    _require(isinstance(row, dict) and bool(row.get("paper_row")), path, f"{rw}: paper_row")
+    model = row.get("model")
+    _require(model is None or isinstance(model, str), path, f"{rw}: model: a key or null")
+    values = row.get("values")
+    if values is None:
+        _require(isinstance(row.get("printed"), str), path, f"{rw}: needs values (or printed)")
+        row["values"] = {}
+    elif isinstance(values, list):
+        _require(len(values) == len(keys), path, f"{rw}: {len(values)} values, {len(keys)} columns")
+        row["values"] = {
+            k: _number(v, path, f"{rw} {k}") for k, v in zip(keys, values, strict=True)
+        }
+    elif isinstance(values, dict):
+        unknown = sorted(set(values) - set(keys))
+        _require(not unknown, path, f"{rw}: values for unknown columns {unknown}")
+        row["values"] = {k: _number(v, path, f"{rw} {k}") for k, v in values.items()}
+    else:
+        raise DataError(path, f"{rw}: values must be a list or a mapping")
+    if row.get("avg") is not None:
+        row["avg"] = _number(row["avg"], path, f"{rw} avg")
+    if row.get("failed") is not None:
+        _require(isinstance(row["failed"], int), path, f"{rw}: failed must be an integer")
+
+
+# --------------------------------------------------------------------------- measured numbers
+
+
+@dataclass(frozen=True)
+class Run:
+    """One metrics file: metrics/train_mage/<model>-<task>.json (model, task and corpus from
+    its keys) or metrics/train_coref/<encoder>.json (model = encoder, task "")."""
+
+    model: str
+    task: str
+    corpus: str
+    path: str
+    metrics: Mapping[str, Any]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"not valid JSON: {exc.msg}", exc.lineno) from None
+    if not isinstance(data, dict):
+        raise DataError(path, "expected a JSON object (a DVC metrics file)")
+    return data
+
+
+def _key(data: Mapping[str, Any], key: str, path: Path) -> str:
+    """A metrics file's identifying key ("model", "task", "encoder"): a non-empty string."""
+    value = data.get(key)
+    _require(
+        isinstance(value, str) and bool(value), path, f'needs the key "{key}" (a non-empty string)'
+    )
+    return value
+
+
+def _display(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def metric(metrics: Mapping[str, Any], keys: str | Sequence[str]) -> float | None:
+    """The first of the dotted keys ("subsets.context.dev_acc") present and numeric."""
+    for key in [keys] if isinstance(keys, str) else keys:
+        value: Any = metrics
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def fmt(value: float | None, digits: int = 1, scale: float = 1.0, sign: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return DASH
+    return f"{value * scale:{'+' if sign else ''}.{digits}f}"
+
+
+def cell(ours: str, paper: str | None) -> str:
+    """'ours (paper)'; a column the paper does not print reads 'ours (—)'."""
+    return f"{ours} ({DASH if paper is None else paper})"
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return lines
+
+
+def _table_heading(table: Mapping, papers: Mapping) -> list[str]:
+    """Title, the paper and table it transcribes, protocol and note."""
+    if table.get("paper") is None:
+        lines = [f"## {table['title']}", ""]
+    else:
+        paper = papers[table["paper"]]
+        lines = [
+            f"## {paper.get('short') or paper['cite']}, {table['table']} — {table['title']}",
+            "",
+            f"Paper: {paper['cite']}, {table['table']}, as printed in papers/{paper['file']} "
+            f"(transcribed in tasks/report/paper_results.yaml, table `{table['id']}`).",
+            "",
+        ]
+    if table.get("protocol"):
+        lines += [f"Paper protocol: {table['protocol']}", ""]
+    if table.get("note"):
+        lines += [f"Note: {table['note']}", ""]
+    return lines

@@ -1,0 +1,371 @@
+"""The MAGE-GRU family's part of reports/results.md (Dhingra et al., issue #4).
+
+Why its own module: the readers' tables (bAbI error rates with means and failed-task counts,
+LAMBADA / CNN accuracies, the embedded default's runs) share one metrics layout and one
+selection rule, none of which the other families use; tasks/report/build.py dispatches the
+kinds "babi", "accuracy" and "runs" here (FAMILY).
+
+Reads metrics/train_mage/<model>-<task>.json (models/mage/train.py summarize): model, task
+and dataset come from the file's keys, not its name (model keys contain hyphens too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tasks.core.errors import DataError
+from tasks.report.common import (
+    DASH,
+    Family,
+    Run,
+    _display,
+    _key,
+    _md_table,
+    _read_json,
+    _table_heading,
+    cell,
+    fmt,
+    metric,
+)
+
+SMALL_TEST = 100  # a test set this small is a sample: its error moves in 10-point steps
+SELECTION = (
+    "each seed is selected on dev accuracy (early stopping); of the seeds, the one with the "
+    "best dev accuracy gives the reported test number (the paper's protocol)"
+)
+
+
+# --------------------------------------------------------------------------- metrics files
+
+
+def _listing_order(run: Run) -> tuple[str, str]:
+    """Model, then "<task>.json": the order of the former per-model directories
+    (metrics/mage/<model>/<task>.json), kept so the report lists files as it did."""
+    return (run.model, f"{run.task}.json")
+
+
+def load_mage_runs(root: str | Path) -> list[Run]:
+    """Every metrics/train_mage/<model>-<task>.json, model and task read from the file; none
+    when the directory does not exist. Two files of one model and task are an error."""
+    root = Path(root)
+    runs: dict[tuple[str, str], Run] = {}
+    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
+        data = _read_json(path)
+        model, task = _key(data, "model", path), _key(data, "task", path)
+        if (model, task) in runs:
+            other = runs[model, task].path
+            raise DataError(path, f"model {model!r} task {task!r} again (also in {other})")
+        dataset = str(data.get("dataset") or "")
+        runs[model, task] = Run(model, task, dataset.split("/")[0], _display(path), data)
+    return sorted(runs.values(), key=_listing_order)
+
+
+# --------------------------------------------------------------------------- run listings
+
+
+def _runs_details(runs: Sequence[Run], annotation: str | None, summary: str) -> list[str]:
+    """Per metrics file: dataset, annotation, seeds and the selection rule's outcome."""
+    header = [
+        "model",
+        "task",
+        "dataset",
+        "annotation",
+        "seeds",
+        "selected seed",
+        "dev acc",
+        "test acc",
+        "test error % (selected)",
+        "test error % mean ± std over seeds",
+        "notes",
+        "metrics file",
+    ]
+    rows = [
+        [*cells[:4], str(r.metrics.get("seeds", DASH)), str(r.metrics.get("selected_seed", DASH)),
+         *cells[5:], r.path]
+        for r, cells in _run_rows(runs, annotation)
+    ]  # fmt: skip
+    if not rows:
+        return []
+    return ["<details><summary>" + summary + "</summary>", "", *_md_table(header, rows)] + [
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def _run_rows(runs: Sequence[Run], annotation: str | None) -> list[tuple[Run, list[str]]]:
+    """Per run, sorted by model and task: model, task, dataset, annotation, "seeds (selected)",
+    dev acc, test acc, test error % (selected), test error % mean ± std, notes."""
+    out = []
+    for r in sorted(runs, key=lambda r: (r.model, _task_key(r.task))):
+        m = r.metrics
+        out.append(
+            (
+                r,
+                [
+                    f"`{r.model}`",
+                    r.task,
+                    m.get("dataset") or DASH,
+                    m.get("annotation") or annotation or DASH,
+                    f"{m.get('seeds', DASH)} ({m.get('selected_seed', DASH)})",
+                    fmt(metric(m, "dev_acc"), 3),
+                    fmt(metric(m, "test_acc"), 3),
+                    fmt(metric(m, "test_error"), 1, 100),
+                    _error_spread(m),
+                    _notes(m),
+                ],
+            )
+        )
+    return out
+
+
+def _error_spread(m: Mapping[str, Any]) -> str:
+    """Test error over seeds, "mean ± std" in %."""
+    spread = fmt(metric(m, "test_error_mean"), 1, 100)
+    if spread != DASH and m.get("test_error_std") is not None:
+        spread += f" ± {fmt(m['test_error_std'], 1, 100)}"
+    return spread
+
+
+def _notes(m: Mapping[str, Any]) -> str:
+    """The metrics' split_notes (e.g. a train portion carved from dev), else "—"."""
+    notes = m.get("split_notes")
+    if isinstance(notes, Mapping) and notes:
+        return "; ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
+    return str(notes) if notes else DASH
+
+
+def _task_key(task: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in task if ch.isdigit())
+    return (int(digits) if digits else 0, task)
+
+
+def _task_list(labels: Sequence[str]) -> str:
+    return ", ".join(labels) if labels else "none"
+
+
+# --------------------------------------------------------------------------- bAbI tables
+
+# (model key, its paper row or None, column label)
+Model = tuple[str, Mapping[str, Any] | None, str]
+
+
+def _ours(by_model: Mapping[str, Mapping[str, Run]], model: str, task: str) -> float | None:
+    """Our test error % of the selected seed, rounded as printed; None when not measured."""
+    run = by_model.get(model, {}).get(task)
+    err = metric(run.metrics, "test_error") if run else None
+    return None if err is None else round(100 * err, 1)
+
+
+def _babi_cells(table: Mapping, models: Sequence[Model], by_model: Mapping) -> list[list[str]]:
+    """One row per task that the paper prints or we measured: 'ours (paper)' per model."""
+    columns: list[str] = list(table["columns"])
+    body = []
+    for t in columns:
+        printed = any(t in r["values"] for r in table["rows"])
+        if not printed and not any(t in tasks for tasks in by_model.values()):
+            continue
+        row = [f"{columns.index(t) + 1} (`{t}`)"]
+        for model, prow, _ in models:
+            p = prow["values"].get(t) if prow else None
+            row.append(cell(fmt(_ours(by_model, model, t)), None if p is None else fmt(p)))
+        body.append(row)
+    return body
+
+
+def _babi_summary(
+    table: Mapping, models: Sequence[Model], by_model: Mapping
+) -> tuple[list[list[str]], list[str]]:
+    """The mean, failed-count and printed-Avg rows, and the "tasks measured" lines."""
+    limit = table["failed_above"]
+    mean_row = ["Mean error over the tasks we measured (paper, same tasks)"]
+    fail_row = [f"Failed tasks (> {limit:g}% error) of those (paper, same tasks)"]
+    avg_row = ["Paper Avg / #failed as printed (over all 20 tasks)"]
+    measured_lines = []
+    for model, prow, label in models:
+        done = [t for t in table["columns"] if _ours(by_model, model, t) is not None]
+        errs = [_ours(by_model, model, t) for t in done]
+        paper_same = [prow["values"].get(t) for t in done] if prow else []
+        has_paper = bool(done) and prow is not None and None not in paper_same
+        if done:
+            o_mean = fmt(sum(errs) / len(errs))
+            p_mean = fmt(sum(paper_same) / len(paper_same)) if has_paper else None
+            mean_row.append(f"{cell(o_mean, p_mean)} over {len(done)} task{'s' * (len(done) > 1)}")
+            o_fail = sum(e > limit for e in errs)
+            p_fail = str(sum(v > limit for v in paper_same)) if has_paper else None
+            fail_row.append(f"{cell(f'{o_fail} of {len(done)}', p_fail)}")
+            measured_lines.append(f"- {label}: {_task_list(done)}")
+        else:
+            mean_row.append(DASH)
+            fail_row.append(DASH)
+        printed = []
+        if prow and prow.get("avg") is not None:
+            printed.append(fmt(prow["avg"]))
+        if prow and prow.get("failed") is not None:
+            printed.append(str(prow["failed"]))
+        avg_row.append(" / ".join(printed) if printed else DASH)
+    return [mean_row, fail_row, avg_row], measured_lines
+
+
+def _babi_footnotes(table: Mapping, runs: Sequence[Run]) -> list[str]:
+    """Sampled test sets (read the dev error) and the paper rows we do not reproduce."""
+    lines = []
+    small = sorted(
+        f"`{r.model}` {r.task} ({r.metrics['test_n']} questions, dev error "
+        f"{fmt(metric(r.metrics, 'dev_error'), 1, 100)}%)"
+        for r in runs
+        if isinstance(r.metrics.get("test_n"), int) and r.metrics["test_n"] < SMALL_TEST
+    )
+    if small:
+        lines.append(
+            f"\nTest sets under {SMALL_TEST} questions (e.g. the mirror's 10-question samples; "
+            "the full test sets are held back) make these cells coarse; read the dev error: "
+            + "; ".join(small)
+            + "."
+        )
+    reference = [r for r in table["rows"] if not r.get("model")]
+    if reference:
+        refs = "; ".join(
+            f"{r['paper_row']} (Avg {fmt(r.get('avg'))}"
+            + (f", {r['failed']} failed" if r.get("failed") is not None else "")
+            + ")"
+            for r in reference
+        )
+        lines.append(f"\nPaper rows not reproduced here: {refs}.")
+    return lines
+
+
+def render_babi(
+    table: Mapping, runs: Sequence[Run], papers: Mapping, annotation: str | None
+) -> list[str]:
+    """Tasks as rows, models as columns; mean and failed-task count over the tasks WE measured,
+    beside the paper's numbers on the same tasks and its printed 20-task Avg / #failed."""
+    paper_rows = [r for r in table["rows"] if r.get("model")]
+    by_model: dict[str, dict[str, Run]] = {}
+    for r in runs:
+        by_model.setdefault(r.model, {})[r.task] = r
+    extra = sorted(m for m in by_model if m not in {r["model"] for r in paper_rows})
+    models: list[Model] = [(r["model"], r, f"{r['paper_row']} `{r['model']}`") for r in paper_rows]
+    models += [(m, None, f"`{m}` (no paper row)") for m in extra]
+    summary, measured_lines = _babi_summary(table, models, by_model)
+    lines = _table_heading(table, papers)
+    lines.append(
+        "Cells: our test error % of the selected seed (paper's error %); "
+        f"{DASH} = not measured. Selection: {SELECTION}."
+    )
+    lines.append("")
+    header = ["Task"] + [label for _, _, label in models]
+    lines += _md_table(header, _babi_cells(table, models, by_model) + summary)
+    lines.append("")
+    lines.append(
+        "The means and failed counts above are over the tasks we measured only; the paper's "
+        "printed Avg is over all 20 tasks, so the two are comparable only when all 20 are "
+        "measured. Tasks measured:"
+    )
+    lines += measured_lines or ["- none"]
+    lines += _babi_footnotes(table, runs)
+    lines.append("")
+    lines += _runs_details(runs, annotation, "Runs behind this table")
+    return lines
+
+
+# --------------------------------------------------------------------------- accuracy tables
+
+
+def render_accuracy(
+    table: Mapping, runs: Sequence[Run], papers: Mapping, annotation: str | None
+) -> list[str]:
+    """Models as rows, the paper's accuracy columns, cells 'ours (paper)'."""
+    columns = table["columns"]
+    digits = int(table.get("digits", 3))
+    tasks = list(table["tasks"])
+    by_model: dict[str, Run] = {}
+    for r in sorted(runs, key=lambda r: tasks.index(r.task) if r.task in tasks else len(tasks)):
+        by_model.setdefault(r.model, r)
+    rows_spec = [r for r in table["rows"] if r["values"] or r.get("model")]
+    extra = sorted(m for m in by_model if m not in {r.get("model") for r in table["rows"]})
+    body = []
+    for prow in rows_spec + [{"paper_row": DASH, "model": m, "values": {}} for m in extra]:
+        model = prow.get("model")
+        run = by_model.get(model) if model else None
+        row = [prow["paper_row"], f"`{model}`" if model else "not reproduced"]
+        for c in columns:
+            p = prow["values"].get(c["key"])
+            o = metric(run.metrics, c["metric"]) if run else None
+            row.append(cell(fmt(o, digits), None if p is None else fmt(p, digits)))
+        body.append(row)
+    lines = _table_heading(table, papers)
+    lines.append(
+        f"Cells: our accuracy (paper's accuracy); {DASH} = not measured. "
+        f"Our run labels: {', '.join(tasks)}. Selection: {SELECTION}."
+    )
+    lines.append("")
+    lines += _md_table(["Paper row", "ours"] + [c["label"] for c in columns], body)
+    keys = "; ".join(f"{c['label']} = {' or '.join(c['metric'])}" for c in columns)
+    lines += ["", f"Our columns read these metrics keys (first present): {keys}."]
+    for r in table["rows"]:
+        if r.get("printed"):
+            lines.append(
+                f'- Paper row {r["paper_row"]}: printed "{r["printed"]}" — {r.get("note", "")}'
+            )
+    lines.append("")
+    lines += _runs_details(list(by_model.values()), annotation, "Runs behind this table")
+    return lines
+
+
+# --------------------------------------------------------------------------- run tables
+
+
+def render_runs(
+    table: Mapping, runs: Sequence[Run], papers: Mapping, annotation: str | None
+) -> list[str]:
+    """Runs without a paper counterpart, one row each, and their metrics files."""
+    lines = _table_heading(table, papers)
+    if not runs:
+        return lines + [f"No metrics files matched ({DASH}).", ""]
+    header = ["model", "task", "dataset", "annotation", "seeds (selected)", "dev acc"]
+    header += ["test acc", "test error % (selected)", "test error % mean ± std over seeds"]
+    header += ["notes"]
+    rows = [cells for _, cells in _run_rows(runs, annotation)]
+    lines += [f"Selection: {SELECTION}.", ""]
+    lines += _md_table(header, rows)
+    return lines + ["", "Metrics files: " + ", ".join(r.path for r in runs) + ".", ""]
+
+
+# --------------------------------------------------------------------------- the family
+
+RENDERERS = {"babi": render_babi, "accuracy": render_accuracy, "runs": render_runs}
+
+
+def _matches(table: Mapping, run: Run) -> bool:
+    if table["source"] != "mage" or run.corpus not in (table.get("corpora") or []):
+        return False
+    if table["kind"] == "babi":
+        return run.task in table["columns"]
+    if table["kind"] == "accuracy":
+        return run.task in table["tasks"]
+    return table["kind"] == "runs"
+
+
+def render(
+    table: Mapping, runs: Sequence[Run], papers: Mapping, annotation: str | None
+) -> list[str]:
+    """One MAGE table (kind babi, accuracy or runs) from the runs of its corpora and tasks."""
+    mine = [r for r in runs if _matches(table, r)]
+    return RENDERERS[table["kind"]](table, mine, papers, annotation)
+
+
+def render_unmatched(
+    tables: Sequence[Mapping], runs: Sequence[Run], papers: Mapping, annotation: str | None
+) -> list[str]:
+    """The runs no table matched, so that no measured number goes unreported."""
+    others = [r for r in runs if not any(_matches(t, r) for t in tables)]
+    if not others:
+        return []
+    other = {"title": "Other measured runs (no paper table matches them)", "paper": None}
+    return render_runs(other, others, papers, annotation)
+
+
+FAMILY = Family(source="mage", load=load_mage_runs, render=render, render_rest=render_unmatched)
