@@ -7,7 +7,7 @@ annotator; data/docs/<corpus>/ is read, and data/mentions/<run>/{mentions,query_
 annotated in shards on the configured task runner (threads, processes, or Dask under
 Prefect); each finished shard is kept in data/cache/annotate/ under a fingerprint of its
 inputs, so an interrupted run resumes where it stopped. Where the corpus has gold
-coreference, the run is scored against it on the dev documents (metrics/annotation/<run>.json,
+coreference, the run is scored against it on the dev documents (metrics/annotate/<run>.json,
 MLflow experiment "annotation").
 """
 

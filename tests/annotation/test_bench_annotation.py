@@ -52,7 +52,7 @@ def test_annotation_scaling_1_vs_2_workers(tmp_path, mirror):
         nonlocal docs
         _set_params(repo, executor=executor, workers=workers, shard_size=SHARD_SIZE)
         run_ok([sys.executable, "-m", "flows.annotate", "--run", RUN], repo, env)
-        metrics = json.loads((repo / "metrics" / "annotation" / f"{RUN}.json").read_text())
+        metrics = json.loads((repo / "metrics" / "annotate" / f"{RUN}.json").read_text())
         results.setdefault(f"{executor} x{workers}", []).append(metrics["docs_per_s"])
         docs = metrics["documents"]
         return metrics["docs_per_s"]
@@ -112,7 +112,7 @@ def test_model_annotator_scaling_on_lambada(tmp_path, mirror):
         params["annotate"].update(executor="processes", workers=workers, shard_size=100)
         path.write_text(yaml.safe_dump(params, sort_keys=False))
         run_ok([sys.executable, "-m", "flows.annotate", "--run", run], repo, env)
-        metrics = json.loads((repo / "metrics" / "annotation" / f"{run}.json").read_text())
+        metrics = json.loads((repo / "metrics" / "annotate" / f"{run}.json").read_text())
         rates[workers].append(metrics["docs_per_s"])
         docs = metrics["documents"]
     print(f"\nLAMBADA, {docs} passages, model annotator ({checkpoint}), processes executor")

@@ -60,6 +60,8 @@ def test_forced_rerun_is_byte_identical(fresh_repo):
         "derive",
         "annotate",
         "graphs",
+        "view_entitynlm",
+        "view_corelm",
         "annotate_model",
         "graphs_model",
         "kbest",
@@ -98,15 +100,15 @@ def test_mlflow_run_tagged_with_git_sha_and_lock_hash(fresh_repo):
     repo, env = fresh_repo
     code = (
         "import mlflow, json; mlflow.set_tracking_uri('sqlite:///mlflow.db');"
-        "runs = mlflow.search_runs(experiment_names=['corpora'], output_format='list');"
+        "runs = mlflow.search_runs(experiment_names=['stats'], output_format='list');"
         "print(json.dumps([{**r.data.tags, 'name': r.info.run_name,"
         " 'params': r.data.params} for r in runs]))"
     )
     runs = json.loads(run_ok([sys.executable, "-c", code], repo, env).strip().splitlines()[-1])
     names = {r["name"] for r in runs}
-    assert "stats/synthetic" in names
+    assert "stats@synthetic" in names
     head = run_ok(["git", "rev-parse", "HEAD"], repo, env).strip()
-    tagged = [r for r in runs if r["name"] == "stats/synthetic"]
+    tagged = [r for r in runs if r["name"] == "stats@synthetic"]
     assert all(r["git_sha"].startswith(head) for r in tagged)
     assert all(r["dvc_stage"] == "stats@synthetic" for r in tagged)
     # the tag is the md5 of the stage's dvc.lock entry (cmd, deps, params; outs excluded)
@@ -176,7 +178,7 @@ def test_annotation_and_graphs_of_the_embedded_default(fresh_repo):
                 pq.read_table(repo / "data" / "graphs" / run / f"{view}.parquet").num_rows
                 >= docs.num_rows
             )
-        metrics = json.loads((repo / "metrics" / "annotation" / f"{run}.json").read_text())
+        metrics = json.loads((repo / "metrics" / "annotate" / f"{run}.json").read_text())
         assert metrics["documents"] == docs.num_rows
         if entry["annotator"] != "gold":
             assert 0.3 < metrics["dev"]["conll_f1"] < 1.0  # scored against gold on dev

@@ -51,7 +51,7 @@ def test_model_run_annotates_scores_and_builds_graphs_with_threads_and_processes
     by_threads = out.read_bytes()
     mentions = pq.read_table(out)
     assert set(mentions.column("annotator").to_pylist()) <= {"model"}
-    metrics = json.loads((repo / "metrics" / "annotation" / f"{RUN}.json").read_text())
+    metrics = json.loads((repo / "metrics" / "annotate" / f"{RUN}.json").read_text())
     docs = pq.read_table(repo / "data" / "docs" / "handmade" / "documents.parquet")
     assert metrics["documents"] == docs.num_rows and metrics["shards"] == 2
     assert metrics["annotator"] == "model" and "conll_f1" in metrics["dev"]  # scored vs gold

@@ -1,0 +1,19 @@
+"""MAGE-GRU (Dhingra et al. 2018) as a family of the pipeline: the eight readers of Table 1
+on bAbI, bAbI-Mix, LAMBADA and CNN graphs (data/graphs/<run>/graphs.parquet)."""
+
+from __future__ import annotations
+
+from models.mage import train
+from tasks.core.tracking import PAPERS
+from tasks.training.family import Family
+
+FAMILY = Family(
+    name="mage",
+    paper=PAPERS["train_mage"],
+    settings=train.TrainMageSettings,
+    load_settings=train.settings,
+    recipe=train.ReaderRecipe,
+    train_seed=train.train_seed,
+    summarize=train.summarize,
+    report="tasks.report.mage",
+)

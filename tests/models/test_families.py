@@ -1,0 +1,48 @@
+"""Every registered model family keeps the contract (tasks/training/family.py): one name
+from dvc.yaml to the flow module, the params section, MLflow and the output paths, a recipe
+the shared loop can drive, a report section."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+import yaml
+
+from models import registry
+from tasks.core.errors import CorefreproError
+from tasks.core.settings import parse_settings
+from tasks.core.tracking import PAPERS
+from tasks.training.loop import Recipe
+from tests.conftest import REPO_ROOT
+
+RECIPE_METHODS = [n for n, v in vars(Recipe).items() if inspect.isfunction(v)]
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_family_is_wired_under_one_stage_name(name):
+    family = registry.get(name)
+    stage = family.stage
+    assert family.name == name and stage == f"train_{name}"
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    spec = stages[stage].get("do", stages[stage])
+    assert spec["cmd"].startswith(f"python -m flows.{stage} ")
+    assert (REPO_ROOT / "flows" / f"{stage}.py").is_file()
+    assert f"{name}" in " ".join(spec["deps"]) and "tasks/training" in spec["deps"]
+    outs = [next(iter(o)) if isinstance(o, dict) else o for o in spec["outs"]]
+    metrics = [next(iter(m)) for m in spec["metrics"]]
+    assert all(o.startswith(f"artifacts/{stage}/") for o in outs)
+    assert all(m.startswith(f"metrics/{stage}/") for m in metrics)
+    assert stage in PAPERS and PAPERS[stage] == family.paper  # the MLflow experiment
+    params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
+    parse_settings(family.settings, params[stage], stage)  # the shipped section is valid
+    assert isinstance(family.load_settings(), family.settings)
+    missing = [m for m in RECIPE_METHODS if not callable(getattr(family.recipe, m, None))]
+    assert not missing, f"{family.recipe.__name__} lacks {missing}"
+    assert callable(importlib.import_module(family.report).render)
+
+
+def test_unknown_family_is_named_with_the_known_ones():
+    with pytest.raises(CorefreproError, match="unknown model family 'entity'; known: coref, mage"):
+        registry.get("entity")

@@ -1,0 +1,77 @@
+"""The tree reads like the pipeline and imports go one way: flows -> models -> tasks, and
+inside tasks everything may use core but core uses nothing else; no import cycles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+
+# layer -> the layers it may import (its own included)
+ALLOWED = {
+    "flows": {"flows", "models", "tasks"},
+    "models": {"models", "tasks"},
+    "tasks": {"tasks"},
+}
+TASK_STEPS = {"core", "corpora", "annotation", "graphs", "training", "evaluation", "report"}
+
+
+def project_imports(path: Path) -> set[str]:
+    """Dotted project modules that `path` imports, lazily or not."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return {m for m in found if m.split(".")[0] in ALLOWED}
+
+
+def sources() -> list[Path]:
+    return sorted(p for layer in ALLOWED for p in (REPO_ROOT / layer).rglob("*.py"))
+
+
+def test_imports_never_go_up():
+    problems = []
+    for path in sources():
+        rel = path.relative_to(REPO_ROOT)
+        layer = rel.parts[0]
+        for module in project_imports(path):
+            if module.split(".")[0] not in ALLOWED[layer]:
+                problems.append(f"{rel} imports {module}")
+            if rel.parts[:2] == ("tasks", "core") and not module.startswith("tasks.core"):
+                problems.append(f"{rel} (core) imports {module}")
+    assert not problems, "\n".join(problems)
+
+
+def test_tasks_are_grouped_by_pipeline_step():
+    steps = {p.name for p in (REPO_ROOT / "tasks").iterdir() if p.is_dir() and p.name[0] != "_"}
+    loose = [p.name for p in (REPO_ROOT / "tasks").glob("*.py") if p.name != "__init__.py"]
+    assert steps == TASK_STEPS and not loose
+
+
+def test_no_import_cycles_between_modules():
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        name = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(
+            ".__init__"
+        )
+        graph[name] = {m for m in project_imports(path)}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in graph:
+                continue
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
