@@ -241,16 +241,16 @@ class _Reader(nn.Module):
         embed_dim: int,
         hidden_size: int,
         *,
-        encoder: str,
-        num_edge_types: int,
-        coref_size: int,
-        mage_mode: str,
-        one_hot_coref: bool,
-        max_chains: int,
-        output: str,
-        num_classes: int | None,
-        dropout: float,
-        padding_idx: int,
+        encoder: str = "gru",
+        num_edge_types: int = 2,
+        coref_size: int = 16,
+        mage_mode: str = "split",
+        one_hot_coref: bool = False,
+        max_chains: int = 0,
+        output: str = "attention_sum",
+        num_classes: int | None = None,
+        dropout: float = 0.0,
+        padding_idx: int = 0,
     ) -> None:
         super().__init__()
         if encoder not in ENCODERS:
@@ -357,37 +357,11 @@ class BiGRUReader(_Reader):
     """
 
     def __init__(
-        self,
-        vocab_size: int,
-        embed_dim: int = 128,
-        hidden_size: int = 256,
-        *,
-        encoder: str = "gru",
-        num_edge_types: int = 2,
-        coref_size: int = 16,
-        mage_mode: str = "split",
-        one_hot_coref: bool = False,
-        max_chains: int = 0,
-        output: str = "attention_sum",
-        num_classes: int | None = None,
-        dropout: float = 0.0,
-        padding_idx: int = 0,
+        self, vocab_size: int, embed_dim: int = 128, hidden_size: int = 256, **options: Any
     ) -> None:
-        super().__init__(
-            vocab_size,
-            embed_dim,
-            hidden_size,
-            encoder=encoder,
-            num_edge_types=num_edge_types,
-            coref_size=coref_size,
-            mage_mode=mage_mode,
-            one_hot_coref=one_hot_coref,
-            max_chains=max_chains,
-            output=output,
-            num_classes=num_classes,
-            dropout=dropout,
-            padding_idx=padding_idx,
-        )
+        """options: the keyword settings of _Reader (encoder, coref_size, output, ...)."""
+        super().__init__(vocab_size, embed_dim, hidden_size, **options)
+        encoder = self.encoder
         if encoder == "gru":
             self.doc_rnn = MaskedBiGRU(self.input_size, hidden_size)
             self.query_rnn = MaskedBiGRU(self.input_size, hidden_size)
@@ -431,32 +405,11 @@ class GAReader(_Reader):
         hidden_size: int = 256,
         *,
         num_layers: int = 3,
-        encoder: str = "gru",
-        num_edge_types: int = 2,
-        coref_size: int = 16,
-        mage_mode: str = "split",
-        one_hot_coref: bool = False,
-        max_chains: int = 0,
-        output: str = "attention_sum",
-        num_classes: int | None = None,
-        dropout: float = 0.0,
-        padding_idx: int = 0,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            vocab_size,
-            embed_dim,
-            hidden_size,
-            encoder=encoder,
-            num_edge_types=num_edge_types,
-            coref_size=coref_size,
-            mage_mode=mage_mode,
-            one_hot_coref=one_hot_coref,
-            max_chains=max_chains,
-            output=output,
-            num_classes=num_classes,
-            dropout=dropout,
-            padding_idx=padding_idx,
-        )
+        """options: the keyword settings of _Reader (encoder, coref_size, output, ...)."""
+        super().__init__(vocab_size, embed_dim, hidden_size, **options)
+        encoder = self.encoder
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
         self.num_layers = num_layers

@@ -240,10 +240,10 @@ def _should_stop(state: LoopState, settings: LoopSettings, started: float, name:
     return False
 
 
-def _log_epoch(name: str, settings: LoopSettings, row: Mapping[str, Any], improved: bool) -> None:
-    devs = " ".join(
-        f"{k[4:]} {v:.4f}" for k, v in row.items() if k.startswith("dev_") and k != "dev_n"
-    )
+def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys=None) -> None:
+    """One line per epoch: train loss (and accuracy), the recipe's log_keys of dev, time."""
+    shown = [f"dev_{k}" for k in keys] if keys else [k for k in row if k.startswith("dev_")]
+    devs = " ".join(f"{k[4:]} {row[k]:.4f}" for k in shown if k in row)
     acc = f" acc {row['train_acc']:.3f}" if "train_acc" in row else ""
     log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s%s", name, row["epoch"],
              settings.epochs, row["train_loss"], acc, devs, row["epoch_time_s"],
@@ -354,7 +354,7 @@ def _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings,
     state.history.append(row)
     if log_metrics is not None:
         log_metrics({k: v for k, v in row.items() if k not in ("epoch", "best")}, state.epoch)
-    _log_epoch(name, settings, row, improved)
+    _log_epoch(name, settings, row, improved, getattr(recipe, "log_keys", None))
 
 
 def load_best(fit_result: Fit, recipe: Recipe) -> dict[str, Any]:
