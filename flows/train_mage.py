@@ -5,9 +5,11 @@
 params.yaml train_mage names the graph run (data), the model settings (models.<name>), the
 training settings (train, with per-task overrides in task_settings) and the seeds; a task is
 a task label of the graph table, or a name of task_groups (several labels trained jointly).
-Writes artifacts/mage/<model>/<task>/seed<k>/{checkpoint.pt,history.json,metrics.json} and
-metrics/mage/<model>/<task>.json (the best-dev seed's dev/test numbers, Dhingra et al. §4.2);
-every seed is an MLflow run in the "dhingra-mage-gru" experiment with its learning curve.
+Trains through the one loop (tasks/training/loop.py). Writes
+artifacts/train_mage/<model>-<task>/seed<k>/{best.pt,history.json,metrics.json} and
+metrics/train_mage/<model>-<task>.json (the best-dev seed's dev/test numbers, Dhingra et al.
+§4.2); every seed is an MLflow run train_mage@<model>-<task>/seed<k> in the experiment
+train_mage, with its learning curve.
 Without --seed, the seeds of params.yaml; with it, only that seed (the metrics file then
 summarizes that seed alone). Seeds trained apart (`--seed k` in parallel lanes, one per GPU)
 are summarized afterwards with `--collect`, which trains nothing:

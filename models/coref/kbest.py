@@ -31,9 +31,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import torch
@@ -41,7 +41,8 @@ import torch
 from models.coref.data import CorefDocument, CorefVocab, tensorize
 from models.coref.model import CorefModel, CorefOutput
 from tasks.core.errors import CorefreproError
-from tasks.core.schema import KBEST, KBEST_SCHEMA, SPLITS
+from tasks.core.schema import KBEST, KBEST_SCHEMA
+from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
 
 log = logging.getLogger("corefrepro.kbest")
 
@@ -191,24 +192,35 @@ def kbest_for_documents(
 # splits, device and threads (scores differ in the last bits with them), and settings that do
 # not change the output (encode_window, pair_chunk: memory; log_every).
 
-STAGE_DEFAULTS: dict[str, Any] = {
-    "corpora": [],
-    "encoder": "asl",
-    "seed": 1,
-    "k": 100,  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
-    "splits": None,  # None: every document; e.g. [test] for the reranking experiment only
-    "device": "cpu",  # cpu | cuda | auto
-    "threads": 1,  # torch intra-op threads (None: torch's default); the scores' last bits vary
-    "encode_window": 64,  # sentences per encoder window (memory only)
-    "pair_chunk": 256,  # spans per antecedent-scoring chunk (memory only)
-    "log_every": 100,  # a progress line every N documents
-}
+
+@dataclass
+class KbestSettings:
+    """params.yaml kbest, checked whole before any work."""
+
+    corpora: list[str] = field(default_factory=list)
+    encoder: str = "asl"
+    seed: int = 1
+    k: int = 100  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
+    splits: list[Literal["train", "dev", "test"]] | None = None  # None: every document
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    threads: int | None = 1  # torch intra-op threads (None: torch's default); last bits vary
+    encode_window: int = 64  # sentences per encoder window (memory only)
+    pair_chunk: int = 256  # spans per antecedent-scoring chunk (memory only)
+    log_every: int = 100  # a progress line every N documents
+
+    def validate(self, path: str) -> None:
+        bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}" for k in ("k", "log_every")
+               if getattr(self, k) < 1]  # fmt: skip
+        if self.splits is not None and not self.splits:
+            bad.append(f"{path}.splits: an empty list selects nothing (null = every document)")
+        if bad:
+            raise ConfigError(bad)
 
 
 def settings() -> dict[str, Any]:
-    from tasks.core.config import params, with_defaults
+    from tasks.core.config import params
 
-    return with_defaults(STAGE_DEFAULTS, params("kbest"), "params.yaml kbest")
+    return settings_to_dict(parse_settings(KbestSettings, params("kbest"), "kbest"))
 
 
 def checkpoint_path(cfg: Mapping[str, Any]) -> Path:
@@ -231,20 +243,7 @@ def metrics_path(corpus: str) -> Path:
 
 
 def _checked(cfg: Mapping[str, Any]) -> tuple[int, list[str] | None, int]:
-    k, every = cfg["k"], cfg["log_every"]
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise CorefreproError(f"params.yaml kbest.k must be an int >= 1, not {k!r}")
-    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
-        raise CorefreproError(f"params.yaml kbest.log_every must be an int >= 1, not {every!r}")
-    splits = cfg["splits"]
-    if splits is not None:
-        splits = [splits] if isinstance(splits, str) else list(splits)
-        bad = sorted(set(splits) - set(SPLITS))
-        if bad or not splits:
-            raise CorefreproError(
-                f"params.yaml kbest.splits: {bad or splits} not a non-empty list of {SPLITS}"
-            )
-    return k, splits, every
+    return int(cfg["k"]), cfg["splits"], int(cfg["log_every"])
 
 
 def export_corpus(corpus: str) -> dict[str, Any]:
@@ -332,7 +331,7 @@ def export_corpus(corpus: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "STAGE_DEFAULTS",
+    "KbestSettings",
     "Tree",
     "chains",
     "checkpoint_path",

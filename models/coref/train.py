@@ -1,4 +1,5 @@
-"""Training and evaluation of the E2E coreference model (models/coref/model.py): one plain loop.
+"""Training and evaluation of the E2E coreference model (models/coref/model.py) through the one
+training loop (tasks/training/loop.py): CorefRecipe is this family's part of it.
 
 Protocol (Lee et al. 2017 §7.1 and their released code; Luo & Glass papers/001 §4.1):
 - one document (or random crop of <= max_sentences sentences, L&G: 40) per step;
@@ -483,7 +484,7 @@ def train_seed(
 
 
 def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """metrics/coref/<encoder>.json: mean and spread over seeds of the dev and test scores,
+    """metrics/train_coref/<encoder>.json: mean and spread over seeds of the dev and test scores,
     the seed with the best dev CoNLL F1, and each seed's numbers."""
     if not results:
         raise CorefreproError(f"{encoder}: no seed was trained")

@@ -67,15 +67,15 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from models.mage.readers import collate_graphs, segment_spans
 from tasks.core import storage
-from tasks.core.config import with_defaults
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import GRAPHS, SPLITS
+from tasks.core.settings import parse_settings, settings_to_dict
 from tasks.corpora.base import carve_dev
 
 PAD, UNK = "<pad>", "<unk>"
@@ -84,16 +84,23 @@ SENTENCE_ENDS = frozenset({".", "?", "!"})
 OUTPUTS = ("auto", "classify", "attention_sum")
 DIRECTIONS = ("forward", "backward")
 ANSWER_CANDIDATES = ("train_answers", "document")
-DATA_DEFAULTS: dict[str, Any] = {
-    "min_count": 1,
-    "output": "auto",
-    "answer_candidates": "train_answers",
-    "restrict_to_candidates": True,
-    "max_context_sentences": None,
-    "edge_types": None,
-    "train_from_dev": None,  # fraction of dev documents carved into train (module docstring)
-    "train_from_dev_seed": 13,
-}
+
+
+@dataclass
+class ReaderDataSettings:
+    """How a graph table becomes reader examples (train_mage.train / task_settings keys)."""
+
+    min_count: int = 1
+    output: Literal["auto", "classify", "attention_sum"] = "auto"
+    answer_candidates: Literal["train_answers", "document"] = "train_answers"
+    restrict_to_candidates: bool = True
+    max_context_sentences: int | None = None
+    edge_types: list[str] | None = None
+    train_from_dev: float | None = None  # fraction of dev documents carved into train
+    train_from_dev_seed: int = 13
+
+
+DATA_DEFAULTS: dict[str, Any] = settings_to_dict(ReaderDataSettings())
 
 
 class ReaderDataError(CorefreproError):
@@ -354,7 +361,7 @@ def load_reader_data(
     (classify), max_context_sentences (None = whole context), edge_types (None = all, else the
     forward edge type names to keep; see keep_edge_types).
     """
-    settings = with_defaults(DATA_DEFAULTS, cfg, "reader data", ReaderDataError)
+    settings = settings_to_dict(parse_settings(ReaderDataSettings, cfg, "reader data"))
     rows, meta = load_rows(path, tasks)
     split_notes = carve_train_from_dev(rows, settings, path)
     if settings["edge_types"] is not None:

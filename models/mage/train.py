@@ -1,5 +1,6 @@
-"""Training and evaluation of the MAGE paper's readers (models/mage/readers.py), nanoGPT style:
-one plain loop, every setting in a dict, nothing hidden in a framework.
+"""Training and evaluation of the MAGE paper's readers (models/mage/readers.py) through the one
+training loop (tasks/training/loop.py): ReaderRecipe is this family's part of it, and every
+setting is a field of MageModel / MageTrain (params.yaml train_mage, parsed strictly).
 
 Protocol (Dhingra et al., papers/004, §4.2): model selection and early stopping on the DEV
 split only; the test split is evaluated once, at the end, with the best-dev checkpoint (the
@@ -22,9 +23,10 @@ in the document (ReaderData.has_subsets), dev and test accuracy are also reporte
 context_dev_acc ... all_test_acc). A training portion carved from dev (train_from_dev) is
 named in the metrics' "split_notes"; the dev numbers are then on the held-out rest of dev.
 
-Checkpoint: <out_dir>/checkpoint.pt, written atomically whenever dev accuracy improves, with
-the model and data configuration it was trained under; loading it under a different
-configuration is refused (CheckpointMismatchError names every differing key).
+Training runs through the one loop (tasks/training/loop.py) with ReaderRecipe below; it
+writes <out_dir>/best.pt atomically whenever dev accuracy improves, with the model and data
+configuration it was trained under; loading it under a different configuration is refused
+(CheckpointMismatchError names every differing key).
 """
 
 from __future__ import annotations
@@ -43,7 +45,13 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from models.mage.data import DATA_DEFAULTS, ReaderData, iterate_batches, load_reader_data
+from models.mage.data import (
+    DATA_DEFAULTS,
+    ReaderData,
+    ReaderDataSettings,
+    iterate_batches,
+    load_reader_data,
+)
 from models.mage.readers import BiGRUReader, GAReader
 from tasks.core import storage
 from tasks.core.checkpoints import (
@@ -125,7 +133,7 @@ class MageModel:
 
 
 @dataclass
-class MageTrain(LoopSettings):
+class MageTrain(LoopSettings, ReaderDataSettings):
     """Training and data settings of one reader (train_mage.train, task_settings.<task>)."""
 
     epochs: int = 30
@@ -136,15 +144,6 @@ class MageTrain(LoopSettings):
     lr: float = 1e-3
     weight_decay: float = 0.0
     pool_batches: int = 20  # length-bucketing pool (models.mage.data.batch_order)
-    # data settings (models.mage.data.DATA_DEFAULTS)
-    min_count: int = 1
-    output: Literal["auto", "classify", "attention_sum"] = "auto"
-    answer_candidates: Literal["train_answers", "document"] = "train_answers"
-    restrict_to_candidates: bool = True
-    max_context_sentences: int | None = None
-    edge_types: list[str] | None = None
-    train_from_dev: float | None = None  # fraction of dev documents carved into train
-    train_from_dev_seed: int = 13
 
 
 MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(MageModel())

@@ -4,16 +4,56 @@ them too and should not depend on the annotation code."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
+from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+
+
+@dataclass
+class RunEntry:
+    """One annotation run: a corpus, an annotator, and settings over the annotator's own."""
+
+    corpus: str
+    annotator: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AnnotateSettings:
+    """params.yaml annotate, checked whole before any work (each annotator module checks its
+    own settings, annotators.<name> and a run's `settings`, when it is built)."""
+
+    shard_size: int = 100  # documents per shard: the unit of parallelism and of resume
+    batch_size: int = 16  # documents per annotator call
+    executor: Literal["threads", "processes", "dask"] = "threads"
+    workers: int = 2
+    cache_dir: str = "data/cache/annotate"  # finished shards of an interrupted run
+    score_split: Literal["train", "dev", "test"] = "dev"
+    annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_runs: dict[str, RunEntry] = field(default_factory=dict)
+    runs: dict[str, RunEntry] = field(default_factory=dict)
+
+    def validate(self, path: str) -> None:
+        bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}"
+               for k in ("shard_size", "batch_size", "workers") if getattr(self, k) < 1]  # fmt: skip
+        for name in set(self.runs) & set(self.model_runs):
+            bad.append(f"{path}: run '{name}' is in both annotate.runs and model_runs")
+        if bad:
+            raise ConfigError(bad)
+
+
+def settings() -> dict[str, Any]:
+    """The annotate section, parsed strictly, as plain values."""
+    return settings_to_dict(parse_settings(AnnotateSettings, params("annotate"), "annotate"))
 
 
 def run_settings(run: str) -> dict[str, Any]:
     """annotate.runs.<run> or annotate.model_runs.<run> (runs of the own coreference model,
     a separate DVC foreach only so that their stage can depend on settings.checkpoint)."""
-    cfg = dict(params("annotate"))
+    cfg = settings()
     runs, model_runs = cfg.get("runs") or {}, cfg.get("model_runs") or {}
     if run in runs and run in model_runs:
         raise CorefreproError(f"params.yaml: run '{run}' is in both annotate.runs and model_runs")

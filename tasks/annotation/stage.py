@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 
 from tasks.annotation import annotators
 from tasks.annotation.annotate import annotate_documents
-from tasks.annotation.runs import run_settings
+from tasks.annotation.runs import run_settings, settings
 from tasks.core import storage
-from tasks.core.config import REPO_ROOT, params, resolve_path
+from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
 from tasks.core.layout import docs_dir, mentions_dir
@@ -36,10 +36,6 @@ from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
 log = logging.getLogger("corefrepro.annotate")
 
 CODE_FILES = ("tasks/annotation/annotate.py", "tasks/annotation/annotators")
-
-
-def settings() -> dict[str, Any]:
-    return dict(params("annotate"))
 
 
 def annotator_settings(run: str) -> dict[str, Any]:

@@ -6,7 +6,6 @@ Paths are resolved against the repository root so stages behave the same from an
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -41,21 +40,6 @@ def params(section: str | None = None, path: str | Path = PARAMS_FILE) -> Any:
     if section not in data:
         raise CorefreproError(f"{path}: no '{section}' section (expected a namespace per stage)")
     return data[section]
-
-
-def with_defaults(
-    defaults: Mapping[str, Any],
-    given: Mapping[str, Any] | None,
-    what: str,
-    error: type[Exception] = CorefreproError,
-) -> dict[str, Any]:
-    """`given` over `defaults`; a key the defaults lack (a typo in params.yaml) is an error
-    naming `what` (e.g. "params.yaml kbest" or "model setting") and the known keys."""
-    cfg = {**defaults, **(given or {})}
-    unknown = sorted(set(cfg) - set(defaults))
-    if unknown:
-        raise error(f"{what}: unknown setting(s) {unknown}; known: {sorted(defaults)}")
-    return cfg
 
 
 def resolve_path(value: str | Path) -> Path:

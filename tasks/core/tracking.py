@@ -17,9 +17,11 @@ import math
 import os
 import subprocess
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tasks.core.config import REPO_ROOT, params, resolve_path
+from tasks.core.settings import parse_settings
 
 log = logging.getLogger("corefrepro.tracking")
 
@@ -34,11 +36,21 @@ PAPERS = {
 }
 
 
+@dataclass
+class TrackingSettings:
+    """params.yaml tracking."""
+
+    uri: str = "sqlite:///mlflow.db"  # MLFLOW_TRACKING_URI overrides
+    artifacts: str = "mlartifacts"
+
+
+def settings() -> TrackingSettings:
+    return parse_settings(TrackingSettings, params("tracking"), "tracking")
+
+
 def tracking_uri() -> str:
     """MLFLOW_TRACKING_URI wins; else params.yaml tracking.uri (relative sqlite paths -> repo root)."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or (params("tracking") or {}).get(
-        "uri", "sqlite:///mlflow.db"
-    )
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or settings().uri
     prefix = "sqlite:///"
     if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
         uri = prefix + str(resolve_path(uri[len(prefix) :]))
@@ -46,7 +58,7 @@ def tracking_uri() -> str:
 
 
 def artifact_root() -> str:
-    return resolve_path((params("tracking") or {}).get("artifacts", "mlartifacts")).as_uri()
+    return resolve_path(settings().artifacts).as_uri()
 
 
 def git_sha() -> str:

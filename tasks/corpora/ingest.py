@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tasks.core.config import params
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import Source, sha256_of
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
+from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
 from tasks.corpora.base import Normalized
 
 log = logging.getLogger("corefrepro.ingest")
@@ -25,10 +27,42 @@ log = logging.getLogger("corefrepro.ingest")
 SUMS_FILE = "SHA256SUMS"
 
 
+@dataclass
+class DownloadSettings:
+    """params.yaml download: the shared keys (each corpus's own namespace, download.<corpus>,
+    is checked by its module)."""
+
+    mirror: str = ""  # directory or URL prefix consulted first; COREFREPRO_MIRROR overrides
+    network: bool = True  # fall back to the canonical URLs
+    fetch_optional: bool = True  # also download optional files (held-back test splits)
+    timeout_s: float = 60.0
+    workers: int = 4  # concurrent file fetches
+    cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
+
+
+@dataclass
+class NormalizeSettings:
+    """params.yaml normalize: the shared keys (normalize.<corpus> is the corpus module's)."""
+
+    seed: int = 13  # dev splits carved from train are seeded
+    dev_fraction: float = 0.1
+
+    def validate(self, path: str) -> None:
+        if not 0 < self.dev_fraction < 1:
+            raise ConfigError(f"{path}.dev_fraction: must be in (0, 1), got {self.dev_fraction}")
+
+
+def _split_section(section: str, cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the shared keys parsed strictly, {corpus: its namespace}) of download / normalize."""
+    cfg = dict(params(section) or {})
+    per_corpus = {k: dict(cfg.pop(k) or {}) for k in list(cfg) if k in corpora.REGISTRY}
+    return settings_to_dict(parse_settings(cls, cfg, section)), per_corpus
+
+
 def download_settings(corpus: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(shared download settings, this corpus's download.<corpus> namespace)."""
-    cfg = dict(params("download"))
-    return cfg, dict(cfg.get(corpus) or {})
+    shared, per_corpus = _split_section("download", DownloadSettings)
+    return shared, per_corpus.get(corpus, {})
 
 
 def sources_for(corpus: str) -> list[Source]:
@@ -49,9 +83,8 @@ def write_checksums(directory: Path) -> dict[str, str]:
 
 def normalize_settings(corpus: str) -> dict[str, Any]:
     """normalize.<corpus> merged over the shared normalize settings (seed, dev_fraction)."""
-    cfg = dict(params("normalize"))
-    shared = {k: v for k, v in cfg.items() if not isinstance(v, dict)}
-    return {**shared, **dict(cfg.get(corpus) or {})}
+    shared, per_corpus = _split_section("normalize", NormalizeSettings)
+    return {**shared, **per_corpus.get(corpus, {})}
 
 
 def normalize_corpus(corpus: str, source: Path, target: Path) -> dict[str, int]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tasks.annotation.runs import run_settings
 from tasks.core import storage
@@ -26,16 +27,54 @@ from tasks.core.schema import (
     MENTIONS,
     QUERY_MENTIONS,
 )
+from tasks.core.settings import parse_settings, settings_to_dict
 from tasks.graphs.dags import build_graphs
 from tasks.graphs.views import build_corelm_view, build_entitynlm_view
 
 log = logging.getLogger("corefrepro.graphs")
+
+
+@dataclass
+class GraphSettings:
+    """params.yaml graphs (graphs@<run>)."""
+
+    seed: int = 13  # per-item order of context and query (MAGE §3.3)
+    edge_types: list[str] = field(default_factory=lambda: ["sequential", "coreference"])
+    on_conflict: Literal["error", "nearest"] = "nearest"
+
+
+@dataclass
+class EntityNLMViewSettings:
+    """params.yaml view_entitynlm (view_entitynlm@<run>)."""
+
+    l_max: int = 25  # Ji et al. 2017: longest mention length
+    long_mentions: Literal["truncate", "skip"] = "truncate"
+    drop_singletons_for: list[str] = field(default_factory=list)  # CoNLL-style corpora
+
+
+@dataclass
+class CoreLMViewSettings:
+    """params.yaml view_corelm (view_corelm@<run>)."""
+
+    id_scope: Literal["corpus", "document"] = "corpus"
+    max_entities: int | None = None
+    drop_singletons: bool = False
+
+
 TABLES = {"graphs": GRAPHS, "view_entitynlm": "entitynlm", "view_corelm": "corelm"}
 
 
 def table_path(run: str, stage: str) -> Path:
     """data/graphs/<run>/{graphs,entitynlm,corelm}.parquet: one file per stage."""
     return graphs_dir(run) / f"{TABLES[stage]}.parquet"
+
+
+def _settings(stage: str) -> dict[str, Any]:
+    """The stage's params.yaml section, parsed strictly."""
+    cls = {"graphs": GraphSettings, "view_entitynlm": EntityNLMViewSettings}.get(
+        stage, CoreLMViewSettings
+    )
+    return settings_to_dict(parse_settings(cls, params(stage), stage))
 
 
 def _inputs(run: str, *, items: bool) -> dict[str, Any]:
@@ -72,7 +111,7 @@ def _write(run: str, stage: str, kind: str, rows: Any, meta: Mapping, report: di
 
 def build_mage_graphs(run: str) -> dict[str, Any]:
     """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed."""
-    cfg = dict(params("graphs"))
+    cfg = _settings("graphs")
     data = _inputs(run, items=True)
     graphs = build_graphs(
         data["documents"],
@@ -92,7 +131,7 @@ def build_mage_graphs(run: str) -> dict[str, Any]:
 
 def build_entitynlm(run: str) -> dict[str, Any]:
     """Stage view_entitynlm@<run>: R/E/L per token (Ji et al. 2017 §2)."""
-    cfg = dict(params("view_entitynlm") or {})
+    cfg = _settings("view_entitynlm")
     data = _inputs(run, items=False)
     view = build_entitynlm_view(
         data["documents"],
@@ -113,7 +152,7 @@ def build_entitynlm(run: str) -> dict[str, Any]:
 
 def build_corelm(run: str) -> dict[str, Any]:
     """Stage view_corelm@<run>: entity-id streams per nesting layer (Stylianou & Vlahavas §4.1)."""
-    cfg = dict(params("view_corelm") or {})
+    cfg = _settings("view_corelm")
     data = _inputs(run, items=False)
     view = build_corelm_view(
         data["documents"],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import yaml
 
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.errors import DataError
+from tasks.core.settings import parse_settings, settings_to_dict
 
 DASH = "—"
 DEFAULTS: dict[str, Any] = {
@@ -35,10 +36,24 @@ DEFAULTS: dict[str, Any] = {
 # --------------------------------------------------------------------------- settings
 
 
+@dataclass
+class ReportMetrics:
+    mage: str = DEFAULTS["metrics"]["mage"]
+    coref: str = DEFAULTS["metrics"]["coref"]
+
+
+@dataclass
+class ReportSettings:
+    """params.yaml report."""
+
+    paper_results: str = DEFAULTS["paper_results"]  # the papers' numbers + the row mapping
+    metrics: ReportMetrics = field(default_factory=ReportMetrics)  # read whole; missing: "—"
+    output: str = DEFAULTS["output"]
+
+
 def settings() -> dict[str, Any]:
-    """params.yaml `report` over the defaults, plus the reader annotation run (for the text)."""
-    cfg = {**DEFAULTS, **(params().get("report") or {})}
-    cfg["metrics"] = {**DEFAULTS["metrics"], **(cfg.get("metrics") or {})}
+    """params.yaml `report` (checked strictly), plus the reader annotation run (for the text)."""
+    cfg = settings_to_dict(parse_settings(ReportSettings, params().get("report"), "report"))
     cfg["annotation"] = (params().get("train_mage") or {}).get("data")
     return cfg
 

@@ -88,9 +88,9 @@ def test_set_param_rewrite_keeps_params_valid(tmp_path):
     _rewrite(path, ["download.synthetic.n_train=50"])
     once = _check_rewritten(path, ["download.synthetic.n_train=50"], ORIGINAL)
     assert once["annotate"]["annotators"]["model"] == ORIGINAL["annotate"]["annotators"]["model"]
-    _rewrite(path, ["annotate.annotators.model.checkpoint=artifacts/coref/asl/seed2/best.pt"])
+    _rewrite(path, ["annotate.annotators.model.checkpoint=artifacts/train_coref/asl/seed2/best.pt"])
     _check_rewritten(
-        path, ["annotate.annotators.model.checkpoint=artifacts/coref/asl/seed2/best.pt"], once
+        path, ["annotate.annotators.model.checkpoint=artifacts/train_coref/asl/seed2/best.pt"], once
     )
 
 

@@ -29,7 +29,8 @@ def test_family_is_wired_under_one_stage_name(name):
     spec = stages[stage].get("do", stages[stage])
     assert spec["cmd"].startswith(f"python -m flows.{stage} ")
     assert (REPO_ROOT / "flows" / f"{stage}.py").is_file()
-    assert f"{name}" in " ".join(spec["deps"]) and "tasks/training" in spec["deps"]
+    assert any(d.startswith(f"models/{name}/") for d in spec["deps"])
+    assert "tasks/training/loop.py" in spec["deps"]  # trained through the one loop
     outs = [next(iter(o)) if isinstance(o, dict) else o for o in spec["outs"]]
     metrics = [next(iter(m)) for m in spec["metrics"]]
     assert all(o.startswith(f"artifacts/{stage}/") for o in outs)

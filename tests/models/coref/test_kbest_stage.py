@@ -163,9 +163,9 @@ def test_splits_select_documents(root, stage, capsys):
     [
         ({"seed": 7}, "kbest.seed=7"),
         ({"encoder": "lsl"}, "kbest.encoder='lsl'"),
-        ({"k": 0}, "kbest.k must be an int >= 1"),
+        ({"k": 0}, "kbest.k: must be >= 1, got 0"),
         ({"splits": ["heldout"]}, "kbest.splits"),
-        ({"kk": 3}, "unknown setting(s) ['kk']"),
+        ({"kk": 3}, "kbest.kk: unknown setting (did you mean k?)"),
     ],
 )
 def test_bad_settings_fail_with_one_line_naming_them(root, stage, capsys, change, expected):

@@ -22,6 +22,7 @@ from models.mage.data import (
 )
 from tasks.core import storage
 from tasks.core.schema import GRAPHS
+from tasks.core.settings import ConfigError
 
 
 def w(text: str) -> list[str]:
@@ -181,7 +182,7 @@ def test_extractive_tasks_get_attention_sum_over_train_answers_in_the_document(t
     every = load_reader_data(path, "qa1", {"answer_candidates": "document"})
     first = every.splits["train"][0]
     assert len(first["candidates"]) == len(set(toy_rows()[0]["tokens"][:12]))
-    with pytest.raises(ReaderDataError, match="answer_candidates"):
+    with pytest.raises(ConfigError, match=r"reader data\.answer_candidates: expected one of"):
         load_reader_data(path, "qa1", {"answer_candidates": "all"})
 
 
@@ -214,7 +215,9 @@ def test_task_filter_and_unknown_task(tmp_path):
     assert load_reader_data(path, "qa8").stats["train_items"] == 1
     with pytest.raises(ReaderDataError, match=r"no items of task \['qa9'\].*qa1.*qa8"):
         load_reader_data(path, "qa9")
-    with pytest.raises(ReaderDataError, match="reader data: unknown setting"):
+    with pytest.raises(
+        ConfigError, match=r"reader data\.min_cnt: unknown setting \(did you mean min_count\?\)"
+    ):
         load_reader_data(path, "qa1", {"min_cnt": 2})
 
 
