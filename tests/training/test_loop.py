@@ -1,0 +1,119 @@
+"""tasks/training/loop.py with a toy recipe: selection on dev, patience, time budget,
+resume only under the same fingerprint, atomic outputs."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from tasks.training.loop import BEST, HISTORY, LAST, LoopSettings, StepOutput, fit, load_best
+
+
+class ToyRecipe:
+    """Logistic regression on a fixed random problem; dev accuracy is the selection key."""
+
+    log_keys = ("acc",)
+
+    def __init__(self, seed: int = 0, dev_accs: list[float] | None = None):
+        torch.manual_seed(seed)
+        self.model = torch.nn.Linear(4, 2)
+        gen = torch.Generator().manual_seed(123)
+        self.x = torch.randn(64, 4, generator=gen)
+        self.y = (self.x[:, 0] > 0).long()
+        self.rng = random.Random(seed)
+        self.dev_accs = dev_accs  # scripted dev accuracies (None: measured)
+        self.evaluations = 0
+
+    def optimizer(self):
+        return torch.optim.SGD(self.model.parameters(), lr=0.5), None
+
+    def batches(self, epoch):
+        order = list(range(64))
+        self.rng.shuffle(order)
+        for i in range(0, 64, 16):
+            yield order[i : i + 16]
+
+    def step(self, idx, device):
+        loss = torch.nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
+        return StepOutput(loss, {"loss_sum": float(loss) * len(idx), "loss_n": len(idx)})
+
+    def evaluate(self, split, precision):
+        self.evaluations += 1
+        if self.dev_accs is not None:
+            return {"acc": self.dev_accs[self.evaluations - 1]}
+        with torch.no_grad():
+            acc = (self.model(self.x).argmax(-1) == self.y).float().mean().item()
+        return {"acc": acc}
+
+    def selection(self, dev):
+        return (dev["acc"],), dev["acc"]
+
+    def checkpoint_config(self):
+        return {"in": 4, "out": 2}
+
+    def checkpoint_info(self):
+        return {"note": "toy"}
+
+    def fingerprint(self):
+        return {"config": self.checkpoint_config(), "data": float(self.x.sum())}
+
+    def state_dict(self):
+        return {"rng": self.rng.getstate()}
+
+    def load_state_dict(self, state):
+        self.rng.setstate(state["rng"])
+
+
+def settings(**kw) -> LoopSettings:
+    return LoopSettings(**{"epochs": 4, "patience": None, "device": "cpu", "log_every_s": 0, **kw})
+
+
+def test_best_on_dev_is_kept_and_patience_stops(tmp_path):
+    recipe = ToyRecipe(dev_accs=[0.5, 0.8, 0.7, 0.8, 0.6, 0.9])
+    result = fit(recipe, settings(epochs=6, patience=2), tmp_path, name="toy")
+    # 0.8 at epoch 2 is best; 0.7 and 0.8 (a tie is no gain) -> two epochs without gain: stop
+    assert result.best_epoch == 2 and result.epochs_run == 4 and result.stopped_early
+    history = json.loads((tmp_path / HISTORY).read_text())
+    assert [h["best"] for h in history] == [True, True, False, False]
+    assert torch.load(tmp_path / BEST, weights_only=False)["epoch"] == 2
+    assert not (tmp_path / LAST).exists()  # resume off: no last.pt
+    assert sorted(p.name for p in tmp_path.iterdir()) == [BEST, HISTORY]  # no temporaries
+
+
+def test_time_budget_stops_after_the_epoch_that_passes_it(tmp_path):
+    result = fit(ToyRecipe(), settings(epochs=50, max_time_s=1e-9), tmp_path, name="toy")
+    assert result.epochs_run == 1 and result.stopped_early
+
+
+def test_resume_continues_exactly_as_one_run(tmp_path):
+    straight = fit(ToyRecipe(), settings(epochs=4, resume=True), tmp_path / "a", name="toy")
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path / "b", name="toy")
+    resumed = fit(ToyRecipe(), settings(epochs=4, resume=True), tmp_path / "b", name="toy")
+    assert resumed.resumed_from == 2 and resumed.epochs_run == 4
+    drop = ("train_time_s", "epoch_time_s")
+    strip = [{k: v for k, v in h.items() if k not in drop} for h in resumed.history]
+    assert strip == [{k: v for k, v in h.items() if k not in drop} for h in straight.history]
+    a, b = ToyRecipe(), ToyRecipe()
+    load_best(straight, a), load_best(resumed, b)
+    assert torch.equal(a.model.weight, b.model.weight)
+
+
+def test_changed_settings_train_from_scratch_and_say_why(tmp_path, caplog):
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        again = fit(ToyRecipe(), settings(epochs=2, resume=True, clip=1.0), tmp_path, name="toy")
+    assert again.resumed_from == 0 and again.epochs_run == 2
+    assert "not resuming" in caplog.text and "train.clip: 5.0 (checkpoint) != 1.0" in caplog.text
+
+
+def test_a_checkpoint_of_another_configuration_is_refused(tmp_path):
+    from tasks.core.checkpoints import CheckpointMismatchError
+
+    result = fit(ToyRecipe(), settings(epochs=1), tmp_path, name="toy")
+    other = ToyRecipe()
+    other.checkpoint_config = lambda: {"in": 4, "out": 3}
+    with pytest.raises(CheckpointMismatchError, match="out: 2 \\(checkpoint\\) != 3"):
+        load_best(result, other)
