@@ -294,6 +294,10 @@ class CorefRecipe:
         for index in order:
             yield crop_document(train[index], self.tcfg.max_sentences, self.rng)
 
+    def steps_per_epoch(self) -> int:
+        n = len(self.splits["train"])
+        return min(n, self.tcfg.max_steps_per_epoch or n)
+
     def step(self, doc: CorefDocument, device: torch.device) -> StepOutput:
         loss = self.model(tensorize(doc, self.vocab).to(device)).loss
         return StepOutput(loss, {"loss_sum": float(loss.detach()), "loss_n": 1})

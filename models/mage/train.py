@@ -276,6 +276,9 @@ class ReaderRecipe:
                                         seed=t.seed, epoch=epoch, pool_batches=t.pool_batches):  # fmt: skip
             yield batch
 
+    def steps_per_epoch(self) -> int:
+        return math.ceil(len(self.data.splits["train"]) / self.tcfg.batch_size)
+
     def step(self, batch: Mapping[str, torch.Tensor], device: torch.device) -> StepOutput:
         batch = to_device(batch, device)
         log_p = self.model(batch)

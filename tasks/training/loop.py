@@ -164,13 +164,13 @@ def fingerprint(recipe: Recipe, settings: LoopSettings) -> dict[str, Any]:
     return {"sha256": digest, **blob}
 
 
-def _progress(batches: Iterable[Any], label: str) -> Iterable[Any]:
-    """A progress bar with rate and ETA on a terminal; plain iteration in logs."""
+def _progress(batches: Iterable[Any], label: str, total: int | None) -> Iterable[Any]:
+    """A progress bar with rate and ETA (the recipe's steps_per_epoch) on a terminal; plain
+    iteration in logs, which get the periodic lines of _train_epoch instead."""
     if not sys.stderr.isatty():
         return batches
     from tqdm.auto import tqdm
 
-    total = len(batches) if hasattr(batches, "__len__") else None
     return tqdm(batches, total=total, desc=label, leave=False, dynamic_ncols=True)
 
 
@@ -191,7 +191,9 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = {}
     started = last_log = time.perf_counter()
-    for b, batch in enumerate(_progress(recipe.batches(epoch), f"{name} epoch {epoch}"), 1):
+    total = recipe.steps_per_epoch() if hasattr(recipe, "steps_per_epoch") else None
+    batches = _progress(recipe.batches(epoch), f"{name} epoch {epoch}", total)
+    for b, batch in enumerate(batches, 1):
         with precision.autocast():
             out = recipe.step(batch, precision.device)
         if out.loss is not None:

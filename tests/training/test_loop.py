@@ -38,7 +38,7 @@ class ToyRecipe:
 
     def step(self, idx, device):
         loss = torch.nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
-        return StepOutput(loss, {"loss_sum": float(loss) * len(idx), "loss_n": len(idx)})
+        return StepOutput(loss, {"loss_sum": float(loss.detach()) * len(idx), "loss_n": len(idx)})
 
     def evaluate(self, split, precision):
         self.evaluations += 1
