@@ -54,9 +54,7 @@ def test_tasks_are_grouped_by_pipeline_step():
 def test_no_import_cycles_between_modules():
     graph: dict[str, set[str]] = {}
     for path in sources():
-        name = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(
-            ".__init__"
-        )
+        name = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
         graph[name] = {m for m in project_imports(path)}
     state: dict[str, int] = {}
 

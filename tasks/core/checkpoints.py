@@ -7,6 +7,7 @@ configuration is refused with the differences named, never silently mixed.
 from __future__ import annotations
 
 import math
+import pickle
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -61,6 +62,20 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, config: Mapping, *
         torch.save({"config": dict(config), "state_dict": state, **info}, fh)
 
 
+def _safe_load(path: Path) -> dict:
+    """torch.load with weights_only=True: tensors and plain containers only, so a planted
+    checkpoint cannot run code when it is unpickled (every checkpoint the project writes is
+    made of tensors, dicts, lists, tuples, strings and numbers)."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CorefreproError(
+            f"{path}: refused: not a plain checkpoint of this project (it holds objects that "
+            f"would run code when loaded: {first[:200]}). Retrain, or remove the file."
+        ) from None
+
+
 def load_checkpoint(
     path: str | Path, config: Mapping | None = None, *, train_hint: str = ""
 ) -> dict:
@@ -68,7 +83,7 @@ def load_checkpoint(
     path = Path(path)
     if not path.exists():
         raise CorefreproError(f"{path}: no checkpoint (train the model first{train_hint})")
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = _safe_load(path)
     if config is not None:
         diffs = config_diff(ckpt.get("config", {}), dict(config))
         if diffs:

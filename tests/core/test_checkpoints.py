@@ -24,3 +24,25 @@ def test_loading_under_another_configuration_names_the_difference(tmp_path):
     assert load_checkpoint(tmp_path / "m.pt", {"size": 3})["config"] == {"size": 3}
     with pytest.raises(CheckpointMismatchError, match="size"):
         load_checkpoint(tmp_path / "m.pt", {"size": 4})
+
+
+def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):
+    """A planted best.pt whose pickle calls os.system is refused before anything runs."""
+    import os
+
+    import torch
+
+    from tasks.core.checkpoints import load_checkpoint
+    from tasks.core.errors import CorefreproError
+
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    path = tmp_path / "best.pt"
+    torch.save({"config": {}, "state_dict": {}, "payload": Exploit()}, path)
+    with pytest.raises(CorefreproError, match=r"best\.pt: refused: not a plain checkpoint"):
+        load_checkpoint(path)
+    assert not marker.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import flows.download as download_flow
+from tasks.core import layout
 from tasks.core.errors import MissingSourceError
 from tasks.corpora import ingest
 
@@ -13,7 +14,7 @@ def test_download_without_network_or_mirror_writes_nothing(tmp_path, monkeypatch
     settings = {"network": False, "mirror": "", "cache_dir": str(tmp_path / "cache"), "babi": {}}
     monkeypatch.setattr(ingest, "params", lambda section=None: settings)
     monkeypatch.setattr(download_flow, "mirror_setting", lambda: None)
-    monkeypatch.setattr(ingest, "raw_dir", lambda corpus: tmp_path / "raw" / corpus)
+    monkeypatch.setattr(layout, "raw_dir", lambda corpus: tmp_path / "raw" / corpus)
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr(download_flow.fetch_file, "retries", 0)
     with pytest.raises(MissingSourceError) as err:
