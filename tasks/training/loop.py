@@ -9,8 +9,8 @@ epoch. Model selection reads the DEV split only; the test split is the family's 
 `fit` returns, with the best checkpoint (`load_best`).
 
 Resume: with `resume`, last.pt is written after every epoch with the optimizer, schedule and
-RNG states and a fingerprint of everything the result depends on (model and data encoding,
-data, training settings but the run-only ones). A later run continues from it only when the
+RNG states and a fingerprint of everything the result depends on (the recipe's and model's
+code and this loop's, model and data encoding, data, training settings but the run-only ones). A later run continues from it only when the
 fingerprint is the same; otherwise it trains from scratch and says why.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import logging
 import math
@@ -155,11 +156,20 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _code_digest(recipe: Recipe) -> str:
+    """sha256 of the code that shapes a run: the recipe's module, the model's, this loop."""
+    files = {inspect.getsourcefile(type(recipe)), inspect.getsourcefile(type(recipe.model))}
+    digest = hashlib.sha256()
+    for name in sorted({*(f for f in files if f), __file__}):
+        digest.update(Path(name).read_bytes())
+    return digest.hexdigest()
+
+
 def fingerprint(recipe: Recipe, settings: LoopSettings) -> dict[str, Any]:
-    """What a result depends on: the recipe's model, data encoding and data, and the training
-    settings except the run-only ones (RUN_ONLY); "sha256" sums it up."""
+    """What a result depends on: the code, the recipe's model, data encoding and data, and the
+    training settings except the run-only ones (RUN_ONLY); "sha256" sums it up."""
     train = {k: v for k, v in vars(settings).items() if k not in RUN_ONLY}
-    blob = jsonable({"recipe": recipe.fingerprint(), "train": train})
+    blob = jsonable({"code": _code_digest(recipe), "recipe": recipe.fingerprint(), "train": train})
     digest = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, **blob}
 
@@ -265,7 +275,7 @@ def _resume(
     if saved_print.get("sha256") != expected["sha256"]:
         diffs = config_diff(saved_print, expected)
         changed = "; ".join(d for d in diffs if not d.startswith("sha256"))[:500]
-        reason = f"data or settings changed since it was written: {changed or 'unknown'}"
+        reason = f"code, data or settings changed since it was written: {changed or 'unknown'}"
     elif saved.epoch > int(settings.epochs):
         reason = f"it ran {saved.epoch} epochs, more than the {settings.epochs} requested"
     if reason:

@@ -117,3 +117,16 @@ def test_a_checkpoint_of_another_configuration_is_refused(tmp_path):
     other.checkpoint_config = lambda: {"in": 4, "out": 3}
     with pytest.raises(CheckpointMismatchError, match="out: 2 \\(checkpoint\\) != 3"):
         load_best(result, other)
+
+
+def test_changed_code_trains_from_scratch(tmp_path, caplog, monkeypatch):
+    """A resumed run must be the same run: after an edit of the recipe's, the model's or the
+    loop's code (dvc repro after a code change), last.pt is not continued."""
+    from tasks.training import loop
+
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    monkeypatch.setattr(loop, "_code_digest", lambda recipe: "edited")
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        again = fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    assert again.resumed_from == 0 and again.epochs_run == 2
+    assert "not resuming" in caplog.text and "(requested)" in caplog.text and "code:" in caplog.text
