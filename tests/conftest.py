@@ -149,3 +149,14 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Benchmarks run only when asked for by name (`-m bench`): a marker expression of one's
+    own (`-m 'not slow'`) replaces addopts' and would otherwise pull them into the quick loop."""
+    if "bench" in (config.option.markexpr or ""):
+        return
+    benches = [item for item in items if item.get_closest_marker("bench")]
+    if benches:
+        config.hook.pytest_deselected(items=benches)
+        items[:] = [item for item in items if not item.get_closest_marker("bench")]
