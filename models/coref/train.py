@@ -161,12 +161,6 @@ def checkpoint_config(mcfg: Mapping[str, Any], vocab: CorefVocab) -> dict[str, A
 # --------------------------------------------------------------------------- utilities
 
 
-def save_checkpoint(
-    path: str | Path, model: CorefModel, config: Mapping, vocab: CorefVocab, **info: Any
-) -> None:
-    _ckpt.save_checkpoint(path, model, config, vocab=vocab.to_dict(), **info)
-
-
 def load_checkpoint(path: str | Path, config: Mapping | None = None) -> dict[str, Any]:
     return _ckpt.load_checkpoint(path, config, train_hint=": flows.train_coref")
 
@@ -539,7 +533,6 @@ __all__ = [
     "predict",
     "prepare_vocab",
     "restore",
-    "save_checkpoint",
     "settings",
     "summarize",
     "train_and_evaluate",

@@ -17,7 +17,7 @@ from tasks import corpora
 from tasks.core import storage
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.fetch import Source, sha256_of
+from tasks.core.fetch import sha256_of
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
 from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
 from tasks.corpora.base import Normalized
@@ -63,11 +63,6 @@ def download_settings(corpus: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(shared download settings, this corpus's download.<corpus> namespace)."""
     shared, per_corpus = _split_section("download", DownloadSettings)
     return shared, per_corpus.get(corpus, {})
-
-
-def sources_for(corpus: str) -> list[Source]:
-    _, corpus_cfg = download_settings(corpus)
-    return list(corpora.get(corpus).sources(corpus_cfg))
 
 
 def write_checksums(directory: Path) -> dict[str, str]:
