@@ -118,9 +118,9 @@ def build_mage_graphs(run: str) -> dict[str, Any]:
         data["items"],
         data["mentions"],
         data["query_mentions"],
-        seed=int(cfg.get("seed", 13)),
-        edge_types=list(cfg.get("edge_types", ["sequential", "coreference"])),
-        on_conflict=cfg.get("on_conflict", "nearest"),
+        seed=cfg["seed"],
+        edge_types=cfg["edge_types"],
+        on_conflict=cfg["on_conflict"],
     )
     _log_dropped(run, "graphs", graphs.stats)
     log.info("%s: %d graphs", run, len(graphs.rows))
@@ -136,9 +136,9 @@ def build_entitynlm(run: str) -> dict[str, Any]:
     view = build_entitynlm_view(
         data["documents"],
         data["mentions"],
-        l_max=int(cfg.get("l_max", 25)),
-        long_mentions=cfg.get("long_mentions", "truncate"),
-        drop_singletons=data["entry"]["corpus"] in (cfg.get("drop_singletons_for") or []),
+        l_max=cfg["l_max"],
+        long_mentions=cfg["long_mentions"],
+        drop_singletons=data["entry"]["corpus"] in cfg["drop_singletons_for"],
     )
     _log_dropped(run, "entitynlm", view.stats)
     log.info("%s: %d EntityNLM documents", run, len(view.rows))
@@ -157,9 +157,9 @@ def build_corelm(run: str) -> dict[str, Any]:
     view = build_corelm_view(
         data["documents"],
         data["mentions"],
-        id_scope=cfg.get("id_scope", "corpus"),
-        max_entities=cfg.get("max_entities"),
-        drop_singletons=bool(cfg.get("drop_singletons", False)),
+        id_scope=cfg["id_scope"],
+        max_entities=cfg["max_entities"],
+        drop_singletons=cfg["drop_singletons"],
     )
     _log_dropped(run, "corelm", view.stats)
     log.info("%s: %d CoreLM instances", run, len(view.rows))
