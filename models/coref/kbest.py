@@ -322,7 +322,7 @@ def export_corpus(corpus: str) -> dict[str, Any]:
         "docs_per_s": round(len(docs) / seconds, 2) if seconds > 0 else None,
         "device": str(device),
     }
-    storage.write_json(metrics_path(corpus), metrics)
+    storage.write_metrics(metrics_path(corpus), metrics)
     log.info(
         "%s: %d trees (%.1f distinct per document) in %.1fs",
         corpus, table.num_rows, metrics["distinct_trees_per_doc"], seconds,

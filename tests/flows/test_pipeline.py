@@ -50,9 +50,15 @@ def test_dvc_repro_twice_second_is_noop(fresh_repo):
 
 
 def test_forced_rerun_is_byte_identical(fresh_repo):
+    """...and leaves git clean: no wall-clock figure lives in a tracked metrics file or in a
+    DVC output whose hash dvc.lock records (issue #17.6)."""
     repo, env = fresh_repo
     before = _digests(repo)
     assert before, "dvc repro produced no Parquet"
+    run_ok(["git", "add", "-A"], repo, env)
+    run_ok(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "repro"], repo, env
+    )
     # every data stage again (model training stages are checked by their own tests)
     data_stages = (
         "download",
@@ -74,6 +80,8 @@ def test_forced_rerun_is_byte_identical(fresh_repo):
     ]
     run_ok([sys.executable, "-m", "dvc", "repro", "--force", "--single-item", *stages], repo, env)
     assert _digests(repo) == before
+    assert run_ok(["git", "status", "--porcelain"], repo, env).strip() == ""
+    assert (repo / "logs" / "timings" / "metrics" / "kbest" / "handmade.json").is_file()
 
 
 def test_single_stage_rerun_and_metrics_plots(fresh_repo, tmp_path):
