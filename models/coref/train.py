@@ -499,6 +499,7 @@ def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, A
         "encoder": encoder,
         "dataset": chosen.get("dataset"),
         "seeds": len(results),
+        "device": chosen.get("device"),
         "embeddings": chosen.get("embeddings"),
         "dev": {k: spread("dev", k) for k in keys},
         "test": {k: spread("test", k) for k in keys},

@@ -664,6 +664,7 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         "best_epoch": chosen["best_epoch"],
         "epochs_run": chosen["epochs_run"],
         "seeds": len(results),
+        "device": chosen.get("device"),
         "test_error_mean": float(np.mean(errors)) if errors else None,
         "test_error_std": float(np.std(errors)) if errors else None,
         # timings go to logs/timings (storage.write_metrics); collected seeds have none
