@@ -354,7 +354,7 @@ def _table_heading(table: Mapping, papers: Mapping) -> list[str]:
             "",
         ]
     if table.get("command"):
-        lines += [f"Reproduce: `{' '.join(str(table['command']).split())}`", ""]
+        lines += [f"Reproduce: {' '.join(str(table['command']).split())}", ""]
     if table.get("protocol"):
         lines += [f"Paper protocol: {table['protocol']}", ""]
     if table.get("note"):
