@@ -256,7 +256,7 @@ def _initial(
 
 
 def _interpolate(
-    tables: list[_Counts], discounts: np.ndarray
+    tables: list[_Counts], discounts: np.ndarray, interpolate_unigrams: bool = True
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Interpolated p per n-gram and backoff b per n-gram (1 where not a context), float32."""
     vocab_size = len(tables[0].raw)
@@ -269,10 +269,14 @@ def _interpolate(
         else:
             context, groups = table.prefix, len(tables[n - 2].raw)
         u, gamma = _initial(table.adjusted, context, discounts[n - 1], groups)
-        if n == 1:
-            u[UNK] = 0.0  # <unk> is a zeroton (--interpolate_unigrams)
+        if n == 1 and interpolate_unigrams:
+            u[UNK] = 0.0  # <unk> is a zeroton (lmplz's default --interpolate_unigrams 1)
             p = u + gamma[0] * uniform
             p[BOS] = 1.0  # initial_probabilities.cc: <s> has probability 1, backoff weight 0
+        elif n == 1:  # --interpolate_unigrams 0 (SRILM's way): all the leftover mass to <unk>
+            u[UNK] = gamma[0]
+            p = u
+            p[BOS] = 1.0
         else:
             p = u + gamma[table.prefix] * probs[-1][table.suffix]
             backoffs[-1] = np.ones(groups, dtype=F32)
@@ -328,6 +332,7 @@ def estimate_arpa(
     *,
     estimator: Literal["builtin", "lmplz"] = "builtin",
     discount_fallback: Sequence[float] | None = None,
+    interpolate_unigrams: bool = True,
 ) -> Path:
     """Estimate an interpolated modified Kneser-Ney LM of `order` and write it as ARPA to `path`.
 
@@ -335,6 +340,8 @@ def estimate_arpa(
     a document as one unit pass it as one sequence. estimator="lmplz" runs KenLM's `lmplz -o
     <order>` from PATH instead (the same model, from the real tool). discount_fallback: (D1, D2,
     D3+) where the counts give no valid discounts (lmplz --discount_fallback), None to raise.
+    interpolate_unigrams=False: lmplz --interpolate_unigrams 0, the leftover unigram mass all
+    to <unk> (as SRILM and IRSTLM do) instead of spread uniformly over the vocabulary.
     """
     if order < 2:
         raise NgramError(f"order must be >= 2, got {order}")
@@ -343,18 +350,22 @@ def estimate_arpa(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if estimator == "lmplz":
-        return _run_lmplz(sentences, path, order, discount_fallback)
+        return _run_lmplz(sentences, path, order, discount_fallback, interpolate_unigrams)
     corpus = _corpus(sentences)
     tables, uid_at = _count(corpus, order)
     _adjust(tables)
     discounts = _discounts(_count_of_counts(tables, uid_at, corpus), discount_fallback)
-    probs, backoffs = _interpolate(tables, discounts)
+    probs, backoffs = _interpolate(tables, discounts, interpolate_unigrams)
     _write_arpa(path, tables, corpus.vocab, probs, backoffs)
     return path
 
 
 def _run_lmplz(
-    sentences: Iterable[Sequence[str]], path: Path, order: int, fallback: Sequence[float] | None
+    sentences: Iterable[Sequence[str]],
+    path: Path,
+    order: int,
+    fallback: Sequence[float] | None,
+    interpolate_unigrams: bool,
 ) -> Path:
     binary = shutil.which("lmplz")
     if binary is None:
@@ -363,6 +374,7 @@ def _run_lmplz(
             "or use estimator 'builtin' (params ngram.estimator)"
         )
     command = [binary, "-o", str(order), "--arpa", str(path)]
+    command += ["--interpolate_unigrams", "1" if interpolate_unigrams else "0"]
     if fallback is not None:
         command += ["--discount_fallback", *(str(d) for d in fallback)]
     with tempfile.TemporaryDirectory() as tmp:
