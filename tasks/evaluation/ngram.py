@@ -293,16 +293,17 @@ def _interpolate(
 
 
 def _texts(tables: list[_Counts], vocab: np.ndarray) -> list[np.ndarray]:
-    words = vocab.astype(str)
+    """The n-grams as strings: object arrays, so numpy concatenates in C without fixed widths."""
+    words = np.asarray(vocab, dtype=object)
     texts = [words]
     for table in tables[1:]:
-        texts.append(np.char.add(np.char.add(texts[-1][table.prefix], " "), words[table.last]))
+        texts.append(texts[-1][table.prefix] + " " + words[table.last])
     return texts
 
 
-def _format(values: np.ndarray) -> np.ndarray:
-    # %.9g round-trips a float32; "-0" never occurs (prob <= 0 is clipped to 0.0 from below)
-    return np.char.mod("%.9g", values.astype(np.float64) + 0.0)
+def _format(values: np.ndarray) -> list[str]:
+    # %.9g round-trips a float32; + 0.0 turns a -0.0 into 0
+    return [f"{v:.9g}" for v in (values.astype(np.float64) + 0.0).tolist()]
 
 
 def _write_arpa(path: Path, tables: list[_Counts], vocab: np.ndarray, probs, backoffs) -> None:
@@ -314,13 +315,10 @@ def _write_arpa(path: Path, tables: list[_Counts], vocab: np.ndarray, probs, bac
     for n in range(1, order + 1):
         with np.errstate(divide="ignore"):
             logp = np.minimum(F32(0.0), np.log10(probs[n - 1]))  # print.cc: min(0, log10f(p))
-        lines = np.char.add(np.char.add(_format(logp), "\t"), texts[n - 1])
-        if n < order:
-            with np.errstate(divide="ignore"):
-                logb = np.log10(backoffs[n - 1])
-            lines = np.char.add(np.char.add(lines, "\t"), _format(logb))
+            logb = np.log10(backoffs[n - 1])
+        columns = [_format(logp), texts[n - 1].tolist()] + ([_format(logb)] if n < order else [])
         parts.append(f"\n\\{n}-grams:\n")
-        parts.append("\n".join(lines.tolist()) + "\n")
+        parts.append("\n".join(map("\t".join, zip(*columns, strict=True))) + "\n")
     parts.append("\n\\end\\\n")
     write_text(path, "".join(parts))
 
