@@ -325,7 +325,9 @@ class ShallowRanker:
         parts = torch.split(s_cand, counts)
         return [torch.cat([p, s_new[i : i + 1]]) for i, p in enumerate(parts)]
 
-    def fit(self, documents: Iterable[Mapping[str, Any]], slot_list: Sequence[Slot]) -> ShallowRanker:
+    def fit(
+        self, documents: Iterable[Mapping[str, Any]], slot_list: Sequence[Slot]
+    ) -> ShallowRanker:
         docs = {d["doc_id"]: d for d in documents}
         cand, new, seg, gold = self._batch(docs, slot_list)
         torch.manual_seed(self.settings.seed)
@@ -336,9 +338,12 @@ class ShallowRanker:
         n = len(slot_list)
         # pad to a dense [n, max options] matrix: one log-softmax per slot
         width = int(torch.bincount(seg, minlength=n).max()) + 1 if len(seg) else 1
-        pos = torch.arange(len(seg)) - torch.cumsum(
-            torch.nn.functional.pad(torch.bincount(seg, minlength=n), (1, 0)), 0
-        )[seg]
+        pos = (
+            torch.arange(len(seg))
+            - torch.cumsum(torch.nn.functional.pad(torch.bincount(seg, minlength=n), (1, 0)), 0)[
+                seg
+            ]
+        )
         counts = torch.bincount(seg, minlength=n)
         opt = torch.optim.LBFGS([self.w, self.v], max_iter=self.settings.steps,
                                 line_search_fn="strong_wolfe")  # fmt: skip

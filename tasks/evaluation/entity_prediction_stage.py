@@ -141,9 +141,16 @@ def _predict(predictors, docs, by_split, corpus):
                 answers, slot_list
             )
             rows += [
-                {"doc_id": s.doc_id, "split": sp, "start": s.start, "end": s.end,
-                 "predictor": p.name, "prediction": a, "gold": s.gold,
-                 "n_candidates": len(s.candidates)}  # fmt: skip
+                {
+                    "doc_id": s.doc_id,
+                    "split": sp,
+                    "start": s.start,
+                    "end": s.end,
+                    "predictor": p.name,
+                    "prediction": a,
+                    "gold": s.gold,
+                    "n_candidates": len(s.candidates),
+                }  # fmt: skip
                 for s, a in zip(slot_list, answers, strict=True)
             ]
     return rows, results
