@@ -19,6 +19,8 @@ ENTITYNLM_VIEW = "entitynlm_view"
 CORELM_VIEW = "corelm_view"
 # k-best antecedent trees of the coreference model (EntityNLM reranking, Ji et al. 2017 §5.2)
 KBEST = "kbest"
+# per-slot answers of the entity prediction stage (Ji et al. 2017 §5.3)
+ENTITY_PREDICTIONS = "entity_predictions"
 
 SPLITS = ("train", "dev", "test")
 
@@ -168,6 +170,22 @@ KBEST_SCHEMA = pa.schema(
     metadata={"table": KBEST},
 )
 
+# One row per (predictor, entity-prediction slot): tasks/evaluation/entity_prediction.py. The
+# slot is the mention [start, end) of doc_id; gold / prediction are cluster ids, -1 = new.
+ENTITY_PREDICTIONS_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("start", pa.int32(), nullable=False),
+        pa.field("end", pa.int32(), nullable=False),
+        pa.field("predictor", pa.string(), nullable=False),
+        pa.field("prediction", pa.int32(), nullable=False),
+        pa.field("gold", pa.int32(), nullable=False),
+        pa.field("n_candidates", pa.int32(), nullable=False),
+    ],
+    metadata={"table": ENTITY_PREDICTIONS},
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     DOCUMENTS: DOCUMENTS_SCHEMA,
     ITEMS: ITEMS_SCHEMA,
@@ -177,4 +195,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     ENTITYNLM_VIEW: ENTITYNLM_VIEW_SCHEMA,
     CORELM_VIEW: CORELM_VIEW_SCHEMA,
     KBEST: KBEST_SCHEMA,
+    ENTITY_PREDICTIONS: ENTITY_PREDICTIONS_SCHEMA,
 }

@@ -32,6 +32,7 @@ PAPERS = {
     "train_mage": "Dhingra et al. 2018, MAGE-GRU",
     "train_coref": "Luo & Glass 2018, cross-sentence coreference",
     "train_entitynlm": "Ji et al. 2017, EntityNLM",
+    "entity_prediction": "Ji et al. 2017, EntityNLM (§5.3 entity prediction; Modi et al. 2017)",
     "train_corelm": "Stylianou & Vlahavas 2021, CoreLM",
 }
 

@@ -1175,3 +1175,24 @@ def normalize(raw_dir: str | Path, cfg: dict[str, Any] | None = None) -> Normali
     if missing_test:
         notes.append(f"test: {missing_test} test stories not available (held back); skipped")
     return Normalized(documents=documents, mentions=mentions, notes=notes)
+
+
+def mention_kinds(raw_dir: str | Path) -> dict[str, dict[tuple[int, int], str]]:
+    """doc_id -> {(start, end): participant label name} for every story normalize reads (the
+    same files, the test sample standing in for absent test stories). The mentions table keeps
+    spans and clusters only; entity prediction (tasks/evaluation/entity_prediction.py) needs
+    the label kinds (ScrPart_* vs NPart, No_label, ...) to choose its slots."""
+    raw_dir = Path(raw_dir)
+    out: dict[str, dict[tuple[int, int], str]] = {}
+    for sid in sorted(_read_split(raw_dir / SPLIT_FILE)):
+        path = raw_dir / _story_relpath(sid)
+        if not path.exists():
+            path = raw_dir / SAMPLE_DIR / _story_relpath(sid)
+            if not path.exists():
+                continue
+        scenario, number = sid.rsplit("_", 1)
+        kinds: dict[tuple[int, int], str] = {}
+        for lab in parse_story(path).participants:
+            kinds.setdefault((lab.start, lab.end), lab.name)
+        out[f"{NAME}/{scenario}/{number}"] = kinds
+    return out

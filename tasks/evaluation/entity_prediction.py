@@ -1,0 +1,395 @@
+"""Entity prediction (Ji et al. 2017 §5.3, Table 3; protocol of Modi et al. 2017, TACL 5).
+
+At a mention slot, given the left context and the gold coreference of every earlier mention
+(EntityNLM: "R_t is always given and EntityNLM only needs to predict E_t"), predict which
+previously mentioned entity the mention refers to, or NEW. Accuracy over slots.
+
+Slot rules, each with where it comes from (papers/000 = Ji et al. 2017):
+1. Mentions and entities: the corpus's gold mentions (data/docs/<corpus>/mentions.parquet);
+   an entity is a gold cluster (InScript: a coreference chain, or a participant label outside
+   every chain as its own entity; tasks/corpora/inscript.py). "Each entity mention is labeled
+   with its entity index" (papers/000 §4).
+2. Nested mentions: a mention whose span encloses another mention is dropped
+   (``nested: drop_enclosing``). InScript labels NP heads; a compound/coordination label over
+   a labelled head ("tire tool" over "tool") duplicates the head, and the chains link the
+   heads (on train+dev, 3,101 of the 3,209 enclosing labels are outside every chain while
+   their head is linked or a singleton); keeping both would count the same object twice,
+   once as a spurious "new entity". Ji et al.'s "only the enclosing mention" rule is stated
+   for CoNLL (§4), where the enclosing span is the linked one.
+3. Which mentions are slots (``target_kinds``): on InScript only script participants
+   (labels ``ScrPart_*``); NPart (not script-related), No_label, SuppVComp,
+   Head_of_Partitive and Unclear mentions are context, never slots. Modi et al.'s model
+   and their adapted "new" predictions are over scenario participant types (papers/000
+   §5.3 "prior knowledge of all the participant types ... and predicts participant types
+   for new entities"), so their targets are participant-labelled NPs. Corpora without label
+   kinds (synthetic) have every mention as a target.
+4. Context: every kept mention (any kind) before the slot makes its entity a candidate;
+   candidates are listed in first-mention order.
+5. "after the first three sentences" (papers/000 Fig. 3, "consistent with the experimental
+   setup suggested by Modi et al."): a slot's first token lies in sentence index >= 3
+   (0-based) of the document's own sentence segmentation (``skip_sentences``).
+6. "a maximum of 30 entities" per story (papers/000 Fig. 3): the first 30 slots in text
+   order (``max_slots``).
+7. Gold: the slot's entity if it was mentioned before the slot (rule 4), else NEW.
+
+Rules 2 and 3 are this project's reading (neither paper's text spells them out; Modi et al.
+2017 is not in the papers folder). Measured always-new accuracy under these rules: see the
+stage metrics (metrics/entity_prediction/<corpus>.json) and tests.
+
+A model plugs in as a ``Predictor``: ``predict(doc, slots) -> list[entity id | NEW]`` for the
+slots of one document (the slots carry the gold left-context mentions). ``evaluate`` scores
+predictions. Baselines: ``AlwaysNew`` and ``ShallowRanker`` (the "linear classification
+model using shallow features from Modi et al. (2017), including the recency of an entity's
+last mention and the frequency", papers/000 §5.3).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from tasks.core.errors import CorefreproError
+from tasks.core.settings import ConfigError
+
+NEW = -1  # the "new entity" answer
+NESTED_MODES = ("drop_enclosing", "keep")
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int  # exclusive
+    entity: int
+    target: bool = True  # may be a slot (rule 3)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One prediction point: the mention [start, end) of `doc_id`, to be resolved from the left
+    context. `history` holds the earlier mentions with their gold entities (R and E given);
+    `candidates` their entities in first-mention order; `gold` an entity id or NEW."""
+
+    doc_id: str
+    start: int
+    end: int
+    sentence: int
+    candidates: tuple[int, ...]
+    gold: int
+    history: tuple[tuple[int, int, int], ...] = field(repr=False, default=())  # (start, end, e)
+
+
+class Predictor(Protocol):
+    """What a model implements: one answer (an id from slot.candidates, or NEW) per slot."""
+
+    name: str
+
+    def predict(self, doc: Mapping[str, Any], slots: Sequence[Slot]) -> list[int]: ...
+
+
+@dataclass
+class ProtocolSettings:
+    """params.yaml entity_prediction (the slot rules; module docstring)."""
+
+    skip_sentences: int = 3  # Ji et al. 2017 Fig. 3: "after the first three sentences"
+    max_slots: int | None = 30  # Ji et al. 2017 Fig. 3: "a maximum of 30 entities"
+    target_kinds: list[str] = field(default_factory=lambda: ["ScrPart"])  # label prefixes
+    nested: Literal["drop_enclosing", "keep"] = "drop_enclosing"
+
+    def validate(self, path: str) -> None:
+        bad = []
+        if self.skip_sentences < 0:
+            bad.append(f"{path}.skip_sentences: must be >= 0, got {self.skip_sentences}")
+        if self.max_slots is not None and self.max_slots < 1:
+            bad.append(f"{path}.max_slots: must be >= 1, got {self.max_slots}")
+        if bad:
+            raise ConfigError(bad)
+
+
+# --------------------------------------------------------------------------------- slots
+
+
+def _rows(table: pa.Table | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return table.to_pylist() if isinstance(table, pa.Table) else [dict(r) for r in table]
+
+
+def doc_mentions(
+    rows: Iterable[Mapping[str, Any]],
+    kinds: Mapping[tuple[int, int], str] | None,
+    settings: ProtocolSettings,
+) -> list[Mention]:
+    """One document's mentions after rules 1-3, in text order. A span listed twice (a label in
+    two chains) keeps its first cluster."""
+    first: dict[tuple[int, int], int] = {}
+    for r in sorted(rows, key=lambda r: (r["start"], r["end"], r["cluster"])):
+        first.setdefault((int(r["start"]), int(r["end"])), int(r["cluster"]))
+    spans = sorted(first)
+    if settings.nested == "drop_enclosing":
+        spans = [s for s in spans if not _encloses_another(s, spans)]
+    prefixes = tuple(settings.target_kinds)
+    out = []
+    for span in spans:
+        target = True
+        if kinds is not None:
+            kind = kinds.get(span)
+            if kind is None:
+                raise CorefreproError(f"mention {span} has no label kind")
+            target = kind.startswith(prefixes)
+        out.append(Mention(span[0], span[1], first[span], target))
+    return out
+
+
+def _encloses_another(span: tuple[int, int], spans: Sequence[tuple[int, int]]) -> bool:
+    s, e = span
+    i = bisect.bisect_left(spans, (s, -1))
+    for t, u in spans[i:]:
+        if t >= e:
+            return False
+        if (t, u) != span and s <= t and u <= e:
+            return True
+    return False
+
+
+def doc_slots(
+    doc_id: str, sentence_starts: Sequence[int], mentions: Sequence[Mention], s: ProtocolSettings
+) -> list[Slot]:
+    """Rules 4-7 over one document's mentions (text order)."""
+    order: dict[int, None] = {}  # entities in first-mention order
+    history: list[tuple[int, int, int]] = []
+    out: list[Slot] = []
+    for m in mentions:
+        sentence = bisect.bisect_right(sentence_starts, m.start) - 1
+        if m.target and sentence >= s.skip_sentences:
+            if s.max_slots is not None and len(out) >= s.max_slots:
+                break
+            gold = m.entity if m.entity in order else NEW
+            out.append(Slot(doc_id, m.start, m.end, sentence, tuple(order), gold, tuple(history)))
+        order.setdefault(m.entity, None)
+        history.append((m.start, m.end, m.entity))
+    return out
+
+
+def slots(
+    documents: pa.Table | Iterable[Mapping[str, Any]],
+    mentions: pa.Table | Iterable[Mapping[str, Any]],
+    split: str | None,
+    settings: ProtocolSettings | None = None,
+    kinds: Mapping[str, Mapping[tuple[int, int], str]] | None = None,
+) -> list[Slot]:
+    """Every slot of the documents of `split` (None: all), documents in doc_id order.
+    `kinds`: doc_id -> {(start, end): label kind} where the corpus has label kinds (InScript,
+    tasks/corpora/inscript.mention_kinds); None makes every mention a target."""
+    settings = settings or ProtocolSettings()
+    by_doc: dict[str, list[dict[str, Any]]] = {}
+    for r in _rows(mentions):
+        by_doc.setdefault(r["doc_id"], []).append(r)
+    out: list[Slot] = []
+    for doc in sorted(_rows(documents), key=lambda d: d["doc_id"]):
+        if split is not None and doc["split"] != split:
+            continue
+        doc_kinds = None if kinds is None else kinds.get(doc["doc_id"], {})
+        ms = doc_mentions(by_doc.get(doc["doc_id"], []), doc_kinds, settings)
+        out += doc_slots(doc["doc_id"], doc["sentence_starts"], ms, settings)
+    return out
+
+
+def evaluate(predictions: Sequence[int], slots: Sequence[Slot]) -> dict[str, float | int]:
+    """Accuracy of one answer per slot (ids compared exactly; NEW is -1)."""
+    if len(predictions) != len(slots):
+        raise CorefreproError(f"{len(predictions)} predictions for {len(slots)} slots")
+    n = len(slots)
+    correct = sum(int(p) == s.gold for p, s in zip(predictions, slots, strict=True))
+    n_new = sum(s.gold == NEW for s in slots)
+    return {"accuracy": correct / n if n else float("nan"), "n": n, "correct": correct,
+            "n_new": n_new}  # fmt: skip
+
+
+def predict_all(
+    predictor: Predictor, documents: Iterable[Mapping[str, Any]], slot_list: Sequence[Slot]
+) -> list[int]:
+    """Run a predictor document by document over `slot_list` (in its order)."""
+    by_doc: dict[str, list[int]] = {}
+    for i, s in enumerate(slot_list):
+        by_doc.setdefault(s.doc_id, []).append(i)
+    docs = {d["doc_id"]: d for d in documents}
+    out = [NEW] * len(slot_list)
+    for doc_id, idx in by_doc.items():
+        answers = predictor.predict(docs[doc_id], [slot_list[i] for i in idx])
+        if len(answers) != len(idx):
+            raise CorefreproError(f"{predictor.name}: {len(answers)} answers, {len(idx)} slots")
+        for i, a in zip(idx, answers, strict=True):
+            out[i] = int(a)
+    return out
+
+
+# ---------------------------------------------------------------------------- baselines
+
+
+class AlwaysNew:
+    """Ji et al. 2017 Table 3, line 1."""
+
+    name = "always_new"
+
+    def predict(self, doc: Mapping[str, Any], slots: Sequence[Slot]) -> list[int]:
+        return [NEW] * len(slots)
+
+
+N_CAND_FEATURES = 7
+N_NEW_FEATURES = 3
+
+
+def candidate_features(doc: Mapping[str, Any], slot: Slot) -> np.ndarray:
+    """Shallow features of each candidate (rows in slot.candidates order): recency of the last
+    mention (log tokens, log sentences, recency rank) and frequency (log count, share of the
+    mentions so far), plus whether it was the first entity of the story (the protagonist of
+    an InScript story) and whether its last mention is in the slot's sentence."""
+    starts = doc["sentence_starts"]
+    last: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for start, _end, e in slot.history:
+        last[e] = start
+        count[e] = count.get(e, 0) + 1
+    ranked = sorted(slot.candidates, key=lambda e: -last[e])
+    rank = {e: i for i, e in enumerate(ranked)}
+    total = max(len(slot.history), 1)
+    first = slot.candidates[0] if slot.candidates else None
+    rows = []
+    for e in slot.candidates:
+        dist = slot.start - last[e]
+        sent_dist = slot.sentence - (bisect.bisect_right(starts, last[e]) - 1)
+        rows.append(
+            [
+                math.log1p(dist),
+                math.log1p(sent_dist),
+                math.log1p(rank[e]),
+                math.log1p(count[e]),
+                count[e] / total,
+                float(e == first),
+                float(sent_dist == 0),
+            ]
+        )
+    return np.asarray(rows, dtype=np.float32).reshape(len(slot.candidates), N_CAND_FEATURES)
+
+
+def new_features(slot: Slot) -> np.ndarray:
+    """Features of the NEW option: a bias, log number of entities so far, log mentions so far."""
+    n_ent = len(slot.candidates)
+    return np.asarray([1.0, math.log1p(n_ent), math.log1p(len(slot.history))], np.float32)
+
+
+@dataclass
+class ShallowSettings:
+    """params.yaml entity_prediction.shallow."""
+
+    seed: int = 13
+    steps: int = 300  # full-batch L-BFGS iterations (the objective is convex)
+    l2: float = 1e-3
+
+
+class ShallowRanker:
+    """Log-linear ranker over {candidates, NEW}: score(e) = w . phi(e), score(NEW) = v . psi;
+    softmax over the options, trained by maximum likelihood on training slots (convex, so
+    the seed only fixes the start). Ji et al. 2017 Table 3, line 2 (features: see
+    candidate_features)."""
+
+    name = "shallow"
+
+    def __init__(self, settings: ShallowSettings | None = None) -> None:
+        self.settings = settings or ShallowSettings()
+        self.w = torch.zeros(N_CAND_FEATURES)
+        self.v = torch.zeros(N_NEW_FEATURES)
+        self.mean = torch.zeros(N_CAND_FEATURES)
+        self.std = torch.ones(N_CAND_FEATURES)
+
+    def _batch(self, docs: Mapping[str, Mapping[str, Any]], slot_list: Sequence[Slot]):
+        feats, news, seg, gold = [], [], [], []
+        for i, s in enumerate(slot_list):
+            f = candidate_features(docs[s.doc_id], s)
+            feats.append(f)
+            news.append(new_features(s))
+            seg += [i] * len(f)
+            gold.append(len(s.candidates) if s.gold == NEW else s.candidates.index(s.gold))
+        cand = torch.from_numpy(np.concatenate(feats) if feats else np.zeros((0, 7), np.float32))
+        return cand, torch.from_numpy(np.stack(news)), torch.tensor(seg), torch.tensor(gold)
+
+    def _scores(self, cand, new, seg, n: int) -> list[torch.Tensor]:
+        s_cand = ((cand - self.mean) / self.std) @ self.w
+        s_new = new @ self.v
+        counts = torch.bincount(seg, minlength=n).tolist()
+        parts = torch.split(s_cand, counts)
+        return [torch.cat([p, s_new[i : i + 1]]) for i, p in enumerate(parts)]
+
+    def fit(
+        self, documents: Iterable[Mapping[str, Any]], slot_list: Sequence[Slot]
+    ) -> ShallowRanker:
+        docs = {d["doc_id"]: d for d in documents}
+        cand, new, seg, gold = self._batch(docs, slot_list)
+        torch.manual_seed(self.settings.seed)
+        self.mean = cand.mean(0)
+        self.std = cand.std(0).clamp_min(1e-6)
+        self.w = (0.01 * torch.randn(N_CAND_FEATURES)).requires_grad_()
+        self.v = (0.01 * torch.randn(N_NEW_FEATURES)).requires_grad_()
+        n = len(slot_list)
+        # pad to a dense [n, max options] matrix: one log-softmax per slot
+        width = int(torch.bincount(seg, minlength=n).max()) + 1 if len(seg) else 1
+        pos = (
+            torch.arange(len(seg))
+            - torch.cumsum(torch.nn.functional.pad(torch.bincount(seg, minlength=n), (1, 0)), 0)[
+                seg
+            ]
+        )
+        counts = torch.bincount(seg, minlength=n)
+        opt = torch.optim.LBFGS([self.w, self.v], max_iter=self.settings.steps,
+                                line_search_fn="strong_wolfe")  # fmt: skip
+
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            scores = torch.full((n, width), -math.inf)
+            scores = scores.index_put((seg, pos), ((cand - self.mean) / self.std) @ self.w)
+            scores = scores.index_put((torch.arange(n), counts), new @ self.v)
+            nll = torch.nn.functional.cross_entropy(scores, gold)
+            loss = nll + self.settings.l2 * (self.w.square().sum() + self.v.square().sum())
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        self.w, self.v = self.w.detach(), self.v.detach()
+        return self
+
+    def predict(self, doc: Mapping[str, Any], slots: Sequence[Slot]) -> list[int]:
+        if not slots:
+            return []
+        cand, new, seg, _ = self._batch({doc["doc_id"]: doc}, slots)
+        out = []
+        for s, scores in zip(slots, self._scores(cand, new, seg, len(slots)), strict=True):
+            best = int(torch.argmax(scores))
+            out.append(NEW if best == len(s.candidates) else s.candidates[best])
+        return out
+
+    def weights(self) -> dict[str, list[float]]:
+        return {"candidate": self.w.tolist(), "new": self.v.tolist()}
+
+
+__all__ = [
+    "NEW",
+    "AlwaysNew",
+    "Mention",
+    "Predictor",
+    "ProtocolSettings",
+    "ShallowRanker",
+    "ShallowSettings",
+    "Slot",
+    "candidate_features",
+    "doc_mentions",
+    "doc_slots",
+    "evaluate",
+    "new_features",
+    "predict_all",
+    "slots",
+]

@@ -1,0 +1,159 @@
+"""The `entity_prediction@<corpus>` stage: slots, the two baselines, metrics and predictions.
+
+Reads data/docs/<corpus>/ (and, for InScript, the label kinds from data/raw/inscript: the slot
+rules need ScrPart_* vs NPart, ...; tasks/corpora/inscript.mention_kinds), builds the slots of
+every split (tasks/evaluation/entity_prediction.py), trains the shallow ranker on the train
+slots, and writes metrics/entity_prediction/<corpus>.json (accuracy per baseline per split,
+slot counts) and data/entity_prediction/<corpus>/predictions.parquet (ENTITY_PREDICTIONS).
+
+The embedded default has no InScript: it runs on `synthetic` (generated stories with gold
+coreference, no label kinds, so every mention may be a slot) under the same rules, so the
+stage is exercised by `dvc repro`; with the mirror, corpora: [inscript] is the paper's setting.
+An InScript test split holding only the mirror's 10-story sample is reported as
+"test_sample".
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tasks.core import storage
+from tasks.core.config import params, resolve_path
+from tasks.core.errors import CorefreproError
+from tasks.core.layout import docs_dir, raw_dir
+from tasks.core.schema import DOCUMENTS, ENTITY_PREDICTIONS, MENTIONS, SPLITS
+from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.evaluation import entity_prediction as ep
+
+log = logging.getLogger("corefrepro.entity_prediction")
+STAGE = "entity_prediction"
+INSCRIPT_TEST_STORIES = 182  # the split file's test list (tasks/corpora/inscript.py)
+
+
+@dataclass
+class EntityPredictionSettings(ep.ProtocolSettings):
+    """params.yaml entity_prediction: the corpora, the slot rules, the shallow ranker."""
+
+    corpora: list[str] = field(default_factory=lambda: ["synthetic"])
+    shallow: ep.ShallowSettings = field(default_factory=ep.ShallowSettings)
+    threads: int | None = 1  # torch intra-op threads
+
+
+def settings() -> EntityPredictionSettings:
+    return parse_settings(EntityPredictionSettings, params(STAGE), STAGE)
+
+
+def protocol(cfg: EntityPredictionSettings) -> ep.ProtocolSettings:
+    return ep.ProtocolSettings(cfg.skip_sentences, cfg.max_slots, list(cfg.target_kinds),
+                               cfg.nested)  # fmt: skip
+
+
+def predictions_dir(corpus: str) -> Path:
+    return resolve_path(f"data/{STAGE}") / corpus
+
+
+def metrics_path(corpus: str) -> Path:
+    return resolve_path(f"metrics/{STAGE}") / f"{corpus}.json"
+
+
+def load(corpus: str) -> tuple[list[dict], list[dict], dict | None]:
+    """Documents, gold mentions and (InScript) label kinds of one corpus."""
+    docs = storage.read_table(docs_dir(corpus) / f"{DOCUMENTS}.parquet", DOCUMENTS).to_pylist()
+    mentions = storage.read_table(docs_dir(corpus) / f"{MENTIONS}.parquet", MENTIONS)
+    gold = [m for m in mentions.to_pylist() if m["annotator"] == "gold"]
+    if not gold:
+        raise CorefreproError(f"{docs_dir(corpus)}: no gold mentions; entity prediction needs them")
+    kinds = None
+    if corpus == "inscript":
+        from tasks.corpora.inscript import mention_kinds
+
+        kinds = mention_kinds(raw_dir(corpus))
+    return docs, gold, kinds
+
+
+def split_label(corpus: str, split: str, docs: list[dict]) -> str:
+    n = sum(d["split"] == split for d in docs)
+    if corpus == "inscript" and split == "test" and n < INSCRIPT_TEST_STORIES:
+        return "test_sample"
+    return split
+
+
+def run(corpus: str) -> dict[str, Any]:
+    """The stage on one corpus; returns the metrics written."""
+    from tasks.core.tracking import log_metrics, tracked_run
+
+    cfg = settings()
+    rules = protocol(cfg)
+    docs, gold, kinds = load(corpus)
+    started = time.perf_counter()
+    by_split = {sp: ep.slots(docs, gold, sp, rules, kinds) for sp in SPLITS}
+    if not by_split["train"]:
+        raise CorefreproError(f"{corpus}: no train slots to fit the shallow ranker on")
+    threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        predictors = [ep.AlwaysNew(), ep.ShallowRanker(cfg.shallow).fit(docs, by_split["train"])]
+        rows, results = _predict(predictors, docs, by_split, corpus)
+    finally:
+        torch.set_num_threads(threads)
+    metrics = {
+        "corpus": corpus,
+        "protocol": settings_to_dict(rules),
+        "slots": {split_label(corpus, sp, docs): len(v) for sp, v in by_split.items() if v},
+        "documents": {
+            split_label(corpus, sp, docs): len({s.doc_id for s in v})
+            for sp, v in by_split.items()
+            if v
+        },
+        "accuracy": results,
+        "shallow_weights": predictors[1].weights(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    with storage.atomic_dir(predictions_dir(corpus)) as tmp:
+        storage.write_table(tmp / "predictions.parquet", ENTITY_PREDICTIONS, rows,
+                            {"corpus": corpus})  # fmt: skip
+    storage.write_json(metrics_path(corpus), metrics)
+    flat = {f"{name}.{sp}.accuracy": r["accuracy"] for name, per in results.items()
+            for sp, r in per.items()}  # fmt: skip
+    with tracked_run(STAGE, corpus, dataset=corpus, seed=cfg.shallow.seed,
+                     run_params=settings_to_dict(cfg)):  # fmt: skip
+        log_metrics(flat)
+    log.info("%s: %s", corpus, flat)
+    return metrics
+
+
+def _predict(predictors, docs, by_split, corpus):
+    rows: list[dict[str, Any]] = []
+    results: dict[str, dict[str, Any]] = {}
+    for p in predictors:
+        for sp, slot_list in by_split.items():
+            if not slot_list:
+                continue
+            answers = ep.predict_all(p, docs, slot_list)
+            results.setdefault(p.name, {})[split_label(corpus, sp, docs)] = ep.evaluate(
+                answers, slot_list
+            )
+            rows += [
+                {
+                    "doc_id": s.doc_id,
+                    "split": sp,
+                    "start": s.start,
+                    "end": s.end,
+                    "predictor": p.name,
+                    "prediction": a,
+                    "gold": s.gold,
+                    "n_candidates": len(s.candidates),
+                }  # fmt: skip
+                for s, a in zip(slot_list, answers, strict=True)
+            ]
+    return rows, results
+
+
+__all__ = ["EntityPredictionSettings", "metrics_path", "predictions_dir", "run", "settings"]
