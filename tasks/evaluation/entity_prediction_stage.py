@@ -119,7 +119,7 @@ def run(corpus: str) -> dict[str, Any]:
     with storage.atomic_dir(predictions_dir(corpus)) as tmp:
         storage.write_table(tmp / "predictions.parquet", ENTITY_PREDICTIONS, rows,
                             {"corpus": corpus})  # fmt: skip
-    storage.write_json(metrics_path(corpus), metrics)
+    storage.write_metrics(metrics_path(corpus), metrics)
     flat = {f"{name}.{sp}.accuracy": r["accuracy"] for name, per in results.items()
             for sp, r in per.items()}  # fmt: skip
     with tracked_run(STAGE, corpus, dataset=corpus, seed=cfg.shallow.seed,
