@@ -76,7 +76,7 @@ class StageTask:
         name: str | None = None,
         retries: int = 0,
         retry_delay_seconds: float = 0.0,
-        task_run_name: str | None = None,
+        task_run_name: str | Callable[[], str] | None = None,
     ):
         self.fn = fn
         self.name = name or fn.__name__

@@ -94,7 +94,7 @@ def test_reproduce_names_links_and_logs_each_stage(prefect_server, tmp_path):
             assert stage_run.name == STAGE and stage_run.parent_task_run_id == stage_task.id
             assert stage_task.flow_run_id == run.id
             # the stage's own task runs stay in the stage's flow run
-            assert [t.name.split("-")[0] for t in _task_runs(c, stage_run.id)] == ["generate"]
+            assert [t.name for t in _task_runs(c, stage_run.id)] == ["generate@synthetic"]
 
         ok_log = _logs(c, reproduce_runs[0].id)
         messages = [m for _, m in ok_log]
