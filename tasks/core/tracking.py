@@ -39,6 +39,11 @@ PAPERS = {
 }
 
 
+# MLflow 3's UI opens an experiment in its GenAI view (traces) unless the experiment says it
+# holds model training: then its runs table (metrics, params, charts) is what opens.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
 @dataclass
 class TrackingSettings:
     """params.yaml tracking."""
@@ -175,8 +180,14 @@ def tracked_run(
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
     with _store_lock(uri):
-        if mlflow.get_experiment_by_name(stage) is None:
-            mlflow.create_experiment(stage, artifact_location=f"{artifact_root()}/{stage}")
+        experiment = mlflow.get_experiment_by_name(stage)
+        if experiment is None:
+            mlflow.create_experiment(
+                stage, artifact_location=f"{artifact_root()}/{stage}", tags=EXPERIMENT_TAGS
+            )
+        elif any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
+            for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
+                mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
     mlflow.set_experiment(stage)
     dvc_stage = os.environ.get("DVC_STAGE")
     # as the DVC stage (and the Prefect task run): train_mage@bigru-syn2/seed1, report
