@@ -338,14 +338,18 @@ def _call_flow(flow_obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     from prefect.utilities.callables import get_call_parameters
 
     parameters = get_call_parameters(flow_obj.fn, args, kwargs)
-    with get_client(sync_client=True) as client:
-        flow_run = client.create_flow_run(
-            flow=flow_obj,
-            name=name,
-            parameters=flow_obj.serialize_parameters(parameters),
-            parent_task_run_id=UUID(parent),
-            state=Pending(),
-        )
+    try:
+        with get_client(sync_client=True) as client:
+            flow_run = client.create_flow_run(
+                flow=flow_obj,
+                name=name,
+                parameters=flow_obj.serialize_parameters(parameters),
+                parent_task_run_id=UUID(parent),
+                state=Pending(),
+            )
+    except Exception as exc:  # noqa: BLE001 - an unlinked run beats no run
+        log.warning("%s: not linked to task run %s (%s); a top-level run", name, parent, exc)
+        return flow_obj(*args, **kwargs)
     return run_flow(flow_obj, flow_run=flow_run, parameters=parameters)
 
 

@@ -127,3 +127,16 @@ def test_forwarded_stage_lines_keep_their_level_and_the_error_line_is_found():
     assert levels == ["INFO"] + ["ERROR"] * 4 + ["WARNING", "ERROR", "ERROR"]
     assert _failure_reason(lines) == "error: params.yaml download.synthetic: bad"
     assert _failure_reason(lines[-1:]) == lines[-1]
+
+
+def test_train_mage_seed_task_runs_are_named_as_their_mlflow_runs(monkeypatch):
+    """train_mage's task-run name is a callable (the seed sits inside train_cfg): it reads the
+    task run's parameters as Prefect hands them over and gives the MLflow run's name."""
+    from prefect.runtime import task_run
+
+    from flows.train_mage import train_seed
+    from models.mage.train import seed_plan
+
+    (call,) = seed_plan("bigru", "syn2", [3])
+    monkeypatch.setitem(task_run.FIELDS, "parameters", lambda: call)
+    assert train_seed.task_run_name() == "train_mage@bigru-syn2/seed3"
