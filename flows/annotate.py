@@ -29,10 +29,15 @@ def _runner(run: str) -> Runner:
     return Runner(cfg.get("executor", "threads"), int(cfg.get("workers", 2)))
 
 
-annotate_shard = task(stage.annotate_shard, name="annotate-shard", retries=1)
+annotate_shard = task(
+    stage.annotate_shard,
+    name="annotate-shard",
+    task_run_name="annotate@{run}/shard{shard}",
+    retries=1,
+)
 
 
-@task(name="score-against-gold")
+@task(name="score-against-gold", task_run_name="score@{run}")
 def score_run(run: str, report: dict) -> dict:
     return stage.score_and_log(run, report)
 

@@ -16,7 +16,7 @@ from tasks.core import storage
 from tasks.core.config import resolve_path
 from tasks.graphs import derive
 
-derive_task = task(derive.derive_corpus, name="derive-corpus")
+derive_task = task(derive.derive_corpus, name="derive-corpus", task_run_name="derive@{name}")
 
 
 @flow(name="derive")

@@ -19,10 +19,16 @@ from tasks.corpora import ingest
 
 log = logging.getLogger("corefrepro.download")
 
-fetch_file = task(fetch.fetch_source, name="fetch-file", retries=3, retry_delay_seconds=5)
+fetch_file = task(
+    fetch.fetch_source,
+    name="fetch-file",
+    task_run_name="fetch@{corpus}/{source.relpath}",
+    retries=3,
+    retry_delay_seconds=5,
+)
 
 
-@task(name="generate-corpus")
+@task(name="generate-corpus", task_run_name="generate@{corpus}")
 def generate_corpus(corpus: str, target_dir, cfg: dict) -> None:
     corpora.get(corpus).generate(target_dir, cfg)
 

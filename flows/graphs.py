@@ -12,7 +12,7 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from tasks.graphs import stage
 
-build = task(stage.build_mage_graphs, name="graphs")
+build = task(stage.build_mage_graphs, name="graphs", task_run_name="graphs@{run}")
 
 
 @flow(name="graphs")

@@ -15,7 +15,7 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from models.coref import kbest as stage
 
-export_corpus = task(stage.export_corpus, name="kbest-export")
+export_corpus = task(stage.export_corpus, name="kbest-export", task_run_name="kbest@{corpus}")
 
 
 @flow(name="kbest")

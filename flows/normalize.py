@@ -12,7 +12,9 @@ from tasks import corpora
 from tasks.core import layout
 from tasks.corpora import ingest
 
-normalize_task = task(ingest.normalize_corpus, name="normalize-corpus")
+normalize_task = task(
+    ingest.normalize_corpus, name="normalize-corpus", task_run_name="normalize@{corpus}"
+)
 
 
 @flow(name="normalize")

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import re
 import subprocess
 import sys
 
-from flows.runtime import Runner, flow, run_cli, task
+from flows.runtime import PARENT_TASK_RUN_ENV, Runner, flow, orchestrated, run_cli, run_logger, task
 from tasks.core.config import REPO_ROOT
-
-log = logging.getLogger("corefrepro.reproduce")
 
 
 def planned_stages(targets: list[str] | None = None) -> list[str]:
@@ -33,28 +33,94 @@ def planned_stages(targets: list[str] | None = None) -> list[str]:
         return [s.addressing for s in plan_repro(graph, stages) if s.cmd]
 
 
-@task(name="dvc-stage", retries=2, retry_delay_seconds=10)
+def _stage_env() -> dict[str, str]:
+    """The stage command's environment: under Prefect, the id of this task run (the stage flow
+    becomes its subflow, flows/runtime.py) and the API it talks to (so the stage is orchestrated
+    too); not the served run's PREFECT__FLOW_RUN_ID, which names this run, not the stage's."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT__FLOW_RUN_ID"}
+    env.pop(PARENT_TASK_RUN_ENV, None)
+    if orchestrated():
+        from prefect.context import TaskRunContext
+        from prefect.settings import PREFECT_API_URL
+
+        ctx = TaskRunContext.get()
+        api = PREFECT_API_URL.value()
+        if ctx and api:
+            env[PARENT_TASK_RUN_ENV] = str(ctx.task_run.id)
+            env.setdefault("PREFECT_API_URL", api)
+    return env
+
+
+_CLOCK = re.compile(r"^\d\d:\d\d:\d\d ")
+
+
+_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL)\b:?")
+_CONTINUATION = re.compile(r"^(\s|Traceback|[\w.]+(Error|Exception)\b)")
+
+
+def _level(line: str, previous: int) -> int:
+    """The level of a forwarded line: a stage's logging lines (`WARNING corefrepro...`), DVC's
+    `ERROR: ...` and a stage's `error: ...` (run_cli) keep theirs in Prefect's log; a traceback's
+    lines keep the level of the line that began it."""
+    if match := _LEVEL.match(line):
+        return logging.getLevelName(match.group(1))
+    if line.startswith("error:"):
+        return logging.ERROR
+    if _CONTINUATION.match(line):
+        return max(previous, logging.ERROR if line.startswith("Traceback") else logging.INFO)
+    return logging.INFO
+
+
+def _failure_reason(lines: list[str]) -> str:
+    """The line saying why: the stage's own `error: ...` (run_cli), else DVC's ERROR, else the
+    last line."""
+    for prefix in ("error:", "ERROR"):
+        found = [ln for ln in lines if ln.startswith(prefix)]
+        if found:
+            return found[-1]
+    return lines[-1] if lines else "no output"
+
+
+@task(name="dvc-stage", task_run_name="{stage}", retries=2, retry_delay_seconds=10)
 def run_stage(stage: str, force: bool = False) -> str:
+    """`dvc repro --single-item <stage>`, its output forwarded line by line to the run's log."""
+    logger = run_logger()
     cmd = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (
         ["--force"] if force else []
     )
-    log.info("$ %s", " ".join(cmd[1:]))
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
-    if proc.stdout.strip():
-        log.info("%s", proc.stdout.strip())
+    logger.info("$ dvc %s", " ".join(cmd[3:]))
+    lines: list[str] = []
+    with subprocess.Popen(
+        cmd,
+        cwd=REPO_ROOT,
+        env=_stage_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    ) as proc:
+        assert proc.stdout is not None
+        level = logging.INFO
+        for raw in proc.stdout:
+            line = _CLOCK.sub("", raw.rstrip())  # Prefect stamps each record itself
+            if line:
+                lines.append(line)
+                level = _level(line, level)
+                logger.log(level, "%s", line)
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"dvc stage {stage} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
-        )
-    return proc.stdout
+        reason = _failure_reason(lines)
+        logger.error("%s failed (exit %d): %s", stage, proc.returncode, reason)
+        raise RuntimeError(f"dvc stage {stage} failed (exit {proc.returncode}): {reason}")
+    return "\n".join(lines)
 
 
 @flow(name="reproduce", runner=Runner("threads", 1))
-def reproduce(targets: list[str] | None = None, force: bool = False) -> list[str]:
+def reproduce(targets: list[str] | None = None, force: bool = False, retries: int = 2) -> list[str]:
     stages = planned_stages(targets)
-    log.info("%d stages: %s", len(stages), ", ".join(stages))
+    run_logger().info("%d stages: %s", len(stages), ", ".join(stages))
+    stage_task = run_stage.with_options(retries=retries)
     for stage in stages:
-        run_stage(stage, force=force)
+        stage_task(stage, force=force)
     return stages
 
 
@@ -62,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", help="stages to reproduce (default: all)")
     parser.add_argument("--force", action="store_true", help="rerun stages even if up to date")
+    parser.add_argument("--retries", type=int, default=2, help="retries of a failed stage")
     parser.add_argument("--serve", action="store_true", help="serve as a Prefect deployment")
     parser.add_argument("--cron", default=None, help='schedule for --serve, e.g. "0 3 * * *"')
     args = parser.parse_args(argv)
@@ -69,10 +136,14 @@ def main(argv: list[str] | None = None) -> None:
         reproduce.prefect_flow.serve(
             name="corefrepro-reproduce",
             cron=args.cron,
-            parameters={"targets": args.targets or None, "force": args.force},
+            parameters={
+                "targets": args.targets or None,
+                "force": args.force,
+                "retries": args.retries,
+            },
         )
     else:
-        run_cli(reproduce, args.targets or None, force=args.force)
+        run_cli(reproduce, args.targets or None, force=args.force, retries=args.retries)
 
 
 if __name__ == "__main__":

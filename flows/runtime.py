@@ -63,6 +63,7 @@ def setup_logging() -> None:
             stream=sys.stderr,
         )
     os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "corefrepro")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per Prefect API call
 
 
 class StageTask:
@@ -75,12 +76,24 @@ class StageTask:
         name: str | None = None,
         retries: int = 0,
         retry_delay_seconds: float = 0.0,
+        task_run_name: str | Callable[[], str] | None = None,
     ):
         self.fn = fn
         self.name = name or fn.__name__
+        self.task_run_name = task_run_name  # Prefect template over the call's arguments
         self.retries = retries
         self.retry_delay_seconds = retry_delay_seconds
         functools.update_wrapper(self, fn)
+
+    def with_options(self, **options: Any) -> StageTask:
+        """A copy with other options (name, task_run_name, retries, retry_delay_seconds)."""
+        current = {
+            "name": self.name,
+            "task_run_name": self.task_run_name,
+            "retries": self.retries,
+            "retry_delay_seconds": self.retry_delay_seconds,
+        }
+        return StageTask(self.fn, **{**current, **options})
 
     @functools.cached_property
     def prefect_task(self):
@@ -92,6 +105,7 @@ class StageTask:
             self.fn,
             cache_policy=NO_CACHE,
             name=self.name,
+            task_run_name=self.task_run_name,
             retries=self.retries,
             retry_delay_seconds=self.retry_delay_seconds,
         )
@@ -244,7 +258,13 @@ class StageFlow:
     def prefect_flow(self):
         from prefect import flow
 
-        return flow(self.fn, name=self.name, log_prints=True, validate_parameters=False)
+        return flow(
+            self.fn,
+            name=self.name,
+            flow_run_name=self._deployment_run_name,
+            log_prints=True,
+            validate_parameters=False,
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         setup_logging()
@@ -257,16 +277,92 @@ class StageFlow:
         finally:
             CURRENT_RUNNER.reset(token)
 
+    def run_name(self, *args: Any, **kwargs: Any) -> str:
+        """The flow run's name: the DVC stage that runs it (DVC sets DVC_STAGE for every stage
+        command, e.g. annotate@gum-gold), else the flow and its arguments (annotate@gum-gold)."""
+        if os.environ.get("DVC_STAGE"):
+            return os.environ["DVC_STAGE"]
+        parts = []
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, str):
+                parts.append(value)
+            elif (
+                isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value)
+            ):
+                parts.append(",".join(value))
+        return self.name + (f"@{'-'.join(parts)}" if parts else "")
+
+    def _deployment_run_name(self) -> str:
+        """Name of a run a deployment starts (flows.reproduce --serve): from its parameters."""
+        from prefect.runtime import flow_run
+
+        return self.run_name(**(flow_run.parameters or {}))
+
     def _run_prefect(self, spec: Runner, *args: Any, **kwargs: Any) -> Any:
         from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-        flow_obj = self.prefect_flow.with_options(task_runner=spec.prefect_task_runner())
+        name = self.run_name(*args, **kwargs)
+        flow_obj = self.prefect_flow.with_options(
+            task_runner=spec.prefect_task_runner(),
+            flow_run_name=lambda: name,  # a callable: a stage name is not a format template
+        )
         # Heartbeats detect crashed long runs but cost up to 1 s at exit (thread join): keep
         # them for long stages only (COREFREPRO_HEARTBEATS=1).
         if os.environ.get("COREFREPRO_HEARTBEATS") == "1":
-            return flow_obj(*args, **kwargs)
+            return _call_flow(flow_obj, name, args, kwargs)
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            return flow_obj(*args, **kwargs)
+            return _call_flow(flow_obj, name, args, kwargs)
+
+
+# The Prefect task run that started this process (flows.reproduce's task for one DVC stage):
+# the flow run is created as its subflow, so it nests under the reproduce run in the UI.
+PARENT_TASK_RUN_ENV = "COREFREPRO_PREFECT_PARENT_TASK_RUN"
+
+
+def _call_flow(flow_obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """Run a Prefect flow; a subflow of PARENT_TASK_RUN_ENV's task run when that is set.
+
+    Why not Prefect's own nesting: it needs the parent flow run in-process, and a DVC stage
+    runs in its own process (`dvc repro` runs the stage command). So the flow run is created
+    through the API with parent_task_run_id -- what Prefect records for an in-process subflow
+    -- and the engine then runs that flow run.
+    """
+    parent = os.environ.get(PARENT_TASK_RUN_ENV)
+    if not parent:
+        return flow_obj(*args, **kwargs)
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow
+    from prefect.states import Pending
+    from prefect.utilities.callables import get_call_parameters
+
+    parameters = get_call_parameters(flow_obj.fn, args, kwargs)
+    try:
+        with get_client(sync_client=True) as client:
+            flow_run = client.create_flow_run(
+                flow=flow_obj,
+                name=name,
+                parameters=flow_obj.serialize_parameters(parameters),
+                parent_task_run_id=UUID(parent),
+                state=Pending(),
+            )
+    except Exception as exc:  # noqa: BLE001 - an unlinked run beats no run
+        log.warning("%s: not linked to task run %s (%s); a top-level run", name, parent, exc)
+        return flow_obj(*args, **kwargs)
+    return run_flow(flow_obj, flow_run=flow_run, parameters=parameters)
+
+
+def run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect run's logger inside a Prefect flow/task run (its lines reach the run's log in
+    the UI), the 'corefrepro' logger otherwise."""
+    if orchestrated():
+        from prefect.context import FlowRunContext, TaskRunContext
+        from prefect.logging import get_run_logger
+
+        if TaskRunContext.get() or FlowRunContext.get():
+            return get_run_logger()
+    return log
 
 
 def flow(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

@@ -19,12 +19,12 @@ from tasks.core.tracking import tracked_run
 from tasks.corpora import ingest
 
 
-@task(name="corpus-stats")
+@task(name="corpus-stats", task_run_name="stats@{corpus}")
 def compute_stats(corpus: str) -> tuple[dict, list[dict]]:
     return ingest.corpus_stats(layout.docs_dir(corpus))
 
 
-@task(name="log-stats")
+@task(name="log-stats", task_run_name="log-stats@{corpus}")
 def log_stats(corpus: str, metrics: dict, metrics_path: str) -> None:
     import mlflow
 

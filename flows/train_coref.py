@@ -22,7 +22,9 @@ from tasks.core.storage import write_metrics
 
 log = logging.getLogger("corefrepro.train_coref")
 
-train_seed = task(stage.train_seed, name="train-coref-seed")
+train_seed = task(
+    stage.train_seed, name="train-coref-seed", task_run_name="train_coref@{encoder}/seed{seed}"
+)
 
 
 @flow(name="train-coref")

@@ -24,8 +24,17 @@ import argparse
 from flows.runtime import Runner, flow, run_cli, task
 from models.mage import train as stage
 
+
 # one seed after the other: training already uses every core it is given
-train_seed = task(stage.train_seed, name="train-reader")
+def _seed_run_name() -> str:
+    """train_mage@<model>-<task>/seed<k>: the name of the seed's MLflow run too."""
+    from prefect.runtime import task_run
+
+    p = task_run.parameters
+    return f"train_mage@{p['model']}-{p['task']}/seed{p['train_cfg']['seed']}"
+
+
+train_seed = task(stage.train_seed, name="train-reader", task_run_name=_seed_run_name)
 
 
 @flow(name="train-mage", runner=Runner("threads", 1))

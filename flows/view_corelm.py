@@ -12,7 +12,7 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from tasks.graphs import stage
 
-build = task(stage.build_corelm, name="view_corelm")
+build = task(stage.build_corelm, name="view_corelm", task_run_name="view_corelm@{run}")
 
 
 @flow(name="view_corelm")

@@ -12,7 +12,7 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from tasks.graphs import stage
 
-build = task(stage.build_entitynlm, name="view_entitynlm")
+build = task(stage.build_entitynlm, name="view_entitynlm", task_run_name="view_entitynlm@{run}")
 
 
 @flow(name="view_entitynlm")

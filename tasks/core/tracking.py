@@ -16,12 +16,14 @@ import logging
 import math
 import os
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tasks.core.config import REPO_ROOT, params, resolve_path
-from tasks.core.settings import parse_settings
+from tasks.core.config import REPO_ROOT, params
+from tasks.core.settings import ConfigError, key_path, parse_settings
 
 log = logging.getLogger("corefrepro.tracking")
 
@@ -34,7 +36,13 @@ PAPERS = {
     "train_entitynlm": "Ji et al. 2017, EntityNLM",
     "entity_prediction": "Ji et al. 2017, EntityNLM (§5.3 entity prediction; Modi et al. 2017)",
     "train_corelm": "Stylianou & Vlahavas 2021, CoreLM",
+    "report": "",
 }
+
+
+# MLflow 3's UI opens an experiment in its GenAI view (traces) unless the experiment says it
+# holds model training: then its runs table (metrics, params, charts) is what opens.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 
 
 @dataclass
@@ -43,23 +51,51 @@ class TrackingSettings:
 
     uri: str = "sqlite:///mlflow.db"  # MLFLOW_TRACKING_URI overrides
     artifacts: str = "mlartifacts"
+    # checkpoints up to this size are copied into the run's artifacts; larger ones are
+    # recorded by their DVC output path and size only (tags checkpoint, checkpoint_bytes)
+    max_checkpoint_mb: float = 50.0
+
+    def validate(self, path: str) -> None:
+        if self.max_checkpoint_mb < 0:
+            value = self.max_checkpoint_mb
+            raise ConfigError(f"{key_path(path, 'max_checkpoint_mb')}: must be >= 0, got {value}")
 
 
 def settings() -> TrackingSettings:
     return parse_settings(TrackingSettings, params("tracking"), "tracking")
 
 
+def store_root() -> Path:
+    """Where relative tracking paths (mlflow.db, mlartifacts/) live: the main repository.
+
+    Why not the code's directory: `dvc exp run --queue` / `--temp` run each experiment in a
+    temporary copy (.dvc/tmp/exps/...), which would get its own mlflow.db, deleted with it.
+    DVC sets DVC_ROOT for every stage command to the repository the experiment was queued
+    from (DVC >= 3), so every experiment logs to the one store beside dvc.yaml.
+    """
+    root = os.environ.get("DVC_ROOT")
+    if root and Path(root).is_dir():
+        return Path(root).resolve()
+    return REPO_ROOT
+
+
+def _at_store_root(relpath: str) -> Path:
+    path = Path(relpath)
+    return path if path.is_absolute() else store_root() / path
+
+
 def tracking_uri() -> str:
-    """MLFLOW_TRACKING_URI wins; else params.yaml tracking.uri (relative sqlite paths -> repo root)."""
+    """MLFLOW_TRACKING_URI wins; else params.yaml tracking.uri, a relative sqlite path resolved
+    against store_root() (the main repository, also from a queued experiment's copy)."""
     uri = os.environ.get("MLFLOW_TRACKING_URI") or settings().uri
     prefix = "sqlite:///"
     if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
-        uri = prefix + str(resolve_path(uri[len(prefix) :]))
+        uri = prefix + str(_at_store_root(uri[len(prefix) :]))
     return uri
 
 
 def artifact_root() -> str:
-    return resolve_path(settings().artifacts).as_uri()
+    return _at_store_root(settings().artifacts).as_uri()
 
 
 def git_sha() -> str:
@@ -136,7 +172,8 @@ def tracked_run(
     run_params: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
 ) -> Iterator[Any]:
-    """Open the MLflow run `<stage>@<item>[/seed<k>]` in the experiment `<stage>`."""
+    """Open the MLflow run `<stage>@<item>[/seed<k>]` (`<stage>` without an item) in the
+    experiment `<stage>`."""
     import mlflow
 
     if stage not in PAPERS:
@@ -144,11 +181,18 @@ def tracked_run(
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
     with _store_lock(uri):
-        if mlflow.get_experiment_by_name(stage) is None:
-            mlflow.create_experiment(stage, artifact_location=f"{artifact_root()}/{stage}")
+        experiment = mlflow.get_experiment_by_name(stage)
+        if experiment is None:
+            mlflow.create_experiment(
+                stage, artifact_location=f"{artifact_root()}/{stage}", tags=EXPERIMENT_TAGS
+            )
+        elif any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
+            for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
+                mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
     mlflow.set_experiment(stage)
     dvc_stage = os.environ.get("DVC_STAGE")
-    run_name = f"{stage}@{item}" + (f"/seed{seed}" if seed is not None else "")
+    # as the DVC stage (and the Prefect task run): train_mage@bigru-syn2/seed1, report
+    run_name = (f"{stage}@{item}" if item else stage) + (f"/seed{seed}" if seed is not None else "")
     all_tags = {
         "paper": PAPERS[stage] or "none",
         "item": item,
@@ -187,3 +231,31 @@ def log_dict(obj: Any, name: str) -> None:
     import mlflow
 
     mlflow.log_dict(obj, name)
+
+
+def log_checkpoint(path: str | Path) -> None:
+    """Record a checkpoint in the active run: its DVC output path (tag `checkpoint`, relative
+    to the repository) always, the file itself under artifacts `checkpoints/` when it is at
+    most tracking.max_checkpoint_mb (larger files stay in DVC's cache: `dvc pull <path>`)."""
+    if "mlflow" not in sys.modules:  # not imported: no run can be active
+        return
+    import mlflow
+
+    path = Path(path)
+    if mlflow.active_run() is None or not path.is_file():
+        return
+    size = path.stat().st_size
+    try:
+        shown = str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        shown = str(path)
+    mlflow.set_tags({"checkpoint": shown, "checkpoint_bytes": str(size)})
+    if size <= settings().max_checkpoint_mb * 2**20:
+        mlflow.log_artifact(str(path), artifact_path="checkpoints")
+
+
+def log_file(path: str | Path, artifact_path: str | None = None) -> None:
+    """Copy a file (a report, a metrics file) into the active run's artifacts."""
+    import mlflow
+
+    mlflow.log_artifact(str(path), artifact_path=artifact_path)

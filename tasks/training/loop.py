@@ -39,6 +39,7 @@ from tasks.core.checkpoints import (
     save_checkpoint,
 )
 from tasks.core.storage import write_metrics
+from tasks.core.tracking import log_checkpoint
 
 log = logging.getLogger("corefrepro.training")
 
@@ -331,6 +332,8 @@ def fit(
                 _save_last(out_dir / LAST, recipe, optimizer, scheduler, scaler, state, expected)
             state.stopped_early = _should_stop(state, settings, started, name)
         write_metrics(out_dir / HISTORY, jsonable(state.history))
+    if log_metrics is not None:  # a tracked run: the best checkpoint goes with its curves
+        log_checkpoint(out_dir / BEST)
     return Fit(
         history=state.history,
         best_epoch=state.best_epoch,

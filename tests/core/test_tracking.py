@@ -51,3 +51,101 @@ def test_concurrent_first_runs_on_fresh_database(tmp_path):
     assert sorted(r.info.run_name for r in runs) == [
         f"train_mage@model{i}-qa2/seed1" for i in range(3)
     ]
+
+
+def test_store_resolves_to_the_repository_an_experiment_was_queued_from(tmp_path, monkeypatch):
+    """`dvc exp run --queue/--temp` runs stages in a copy under .dvc/tmp/exps; DVC sets DVC_ROOT
+    to the main repository for every stage command: relative store paths resolve there."""
+    from tasks.core import tracking
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    assert tracking.tracking_uri() == f"sqlite:///{tracking.REPO_ROOT / 'mlflow.db'}"
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    assert tracking.tracking_uri() == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert tracking.artifact_root() == (tmp_path / "mlartifacts").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////elsewhere/m.db")  # still wins
+    assert tracking.tracking_uri() == "sqlite:////elsewhere/m.db"
+
+
+def _runs(uri: str, experiment: str):
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    return mlflow.search_runs(experiment_names=[experiment], output_format="list")
+
+
+def _artifacts(uri: str, run_id: str, path: str | None = None) -> list[str]:
+    from mlflow.tracking import MlflowClient
+
+    return [f.path for f in MlflowClient(uri).list_artifacts(run_id, path)]
+
+
+@pytest.mark.parametrize(("limit_mb", "copied"), [(50.0, True), (0.0, False)])
+def test_fit_logs_the_best_checkpoint_or_only_its_dvc_path(tmp_path, monkeypatch, limit_mb, copied):
+    from tasks.core import tracking
+    from tasks.training.loop import fit
+    from tests.training.test_loop import ToyRecipe, settings
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+        artifacts=str(tmp_path / "mlartifacts"), max_checkpoint_mb=limit_mb))  # fmt: skip
+    out = tmp_path / "seed1"
+    with tracked_run_for_test("toy-syn1", seed=1):
+        fit(ToyRecipe(), settings(epochs=2), out, name="toy", log_metrics=tracking.log_metrics)
+    (run,) = _runs(uri, "train_mage")
+    assert run.info.run_name == "train_mage@toy-syn1/seed1"
+    import mlflow
+
+    tags = mlflow.get_experiment_by_name("train_mage").tags  # opens on the runs table
+    assert tags["mlflow.experimentKind"] == "custom_model_development"
+    assert run.data.tags["checkpoint"] == str(out / "best.pt")  # outside the repo: as given
+    assert int(run.data.tags["checkpoint_bytes"]) == (out / "best.pt").stat().st_size
+    expected = ["checkpoints/best.pt"] if copied else []
+    assert _artifacts(uri, run.info.run_id, "checkpoints") == expected
+
+
+def tracked_run_for_test(item: str, seed: int):
+    from tasks.core.tracking import tracked_run
+
+    return tracked_run("train_mage", item, dataset="toy", seed=seed)
+
+
+def test_report_is_logged_as_an_artifact_of_the_run_report(tmp_path, monkeypatch):
+    import flows.report as report_flow
+    from tasks.core import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+        artifacts=str(tmp_path / "mlartifacts")))  # fmt: skip
+    out = tmp_path / "reports" / "results.md"
+    out.parent.mkdir()
+    out.write_text("# Results\n")
+    monkeypatch.setattr(report_flow.stage, "build", lambda: out)
+    report_flow.report()
+    (run,) = _runs(uri, "report")
+    assert run.info.run_name == "report"
+    assert _artifacts(uri, run.info.run_id, "report") == ["report/results.md"]
+
+
+@pytest.mark.slow  # three stages in a DVC temporary workspace: ~1 min (2 min on a loaded box)
+def test_a_temp_dvc_experiment_logs_to_the_main_repository_store(tmp_path):
+    """`dvc exp run --temp` (the executor `--queue` + `dvc queue start` uses too) runs in a
+    copy under .dvc/tmp/exps that is deleted afterwards: its run is in the main mlflow.db."""
+    import sys
+
+    from tests.conftest import copy_checkout, run_ok
+
+    repo = tmp_path / "repo"
+    env = copy_checkout(repo)
+    run_ok([sys.executable, "-m", "dvc", "exp", "run", "--temp", "stats@synthetic"], repo, env)
+    (run,) = _runs(f"sqlite:///{repo / 'mlflow.db'}", "stats")
+    assert (
+        run.info.run_name == "stats@synthetic" and run.data.tags["dvc_stage"] == run.info.run_name
+    )
+    assert _artifacts(f"sqlite:///{repo / 'mlflow.db'}", run.info.run_id) == ["synthetic.json"]
+    assert (repo / "mlartifacts").is_dir()
+    assert not list((repo / ".dvc" / "tmp").glob("exps/**/mlflow.db"))

@@ -64,3 +64,79 @@ def test_runner_rejects_unknown_kind():
 
     with pytest.raises(ValueError, match="threads, processes or dask"):
         Runner("gpu", 2)
+
+
+def test_every_stage_task_run_is_named_from_its_arguments():
+    """Prefect names each task run by a template over the call's arguments (annotate@<run>/
+    shard<k>, train_coref@<encoder>/seed<k>, reproduce's task: the DVC stage): every field of
+    every template is a parameter of the task, else Prefect fails the run when naming it."""
+    import importlib
+    import inspect
+    import string
+
+    from flows.runtime import StageTask
+    from tests.conftest import REPO_ROOT
+
+    tasks = {}
+    for path in sorted((REPO_ROOT / "flows").glob("*.py")):
+        module = importlib.import_module(f"flows.{path.stem}")
+        for attr, value in vars(module).items():
+            if isinstance(value, StageTask):
+                tasks[f"{path.stem}.{attr}"] = value
+    assert len(tasks) >= 14 and all(t.task_run_name for t in tasks.values()), tasks
+    for where, stage_task in tasks.items():
+        template = stage_task.task_run_name
+        if callable(template):  # train_mage's: reads the seed out of train_cfg
+            continue
+        fields = {f[1].split(".")[0] for f in string.Formatter().parse(template) if f[1]}
+        params = set(inspect.signature(stage_task.fn).parameters)
+        assert fields <= params, (where, template, fields - params)
+
+
+def test_stage_flow_runs_are_named_as_their_dvc_stage(monkeypatch):
+    from flows.annotate import annotate
+    from flows.reproduce import reproduce
+
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    assert annotate.run_name("gum-gold") == "annotate@gum-gold"
+    assert reproduce.run_name(None, False, 2) == "reproduce"
+    assert reproduce.run_name(["a@x", "b@y"]) == "reproduce@a@x,b@y"
+    monkeypatch.setenv("DVC_STAGE", "annotate_model@gum-model")  # set by dvc for each stage cmd
+    assert annotate.run_name("gum-model") == "annotate_model@gum-model"
+
+
+def test_forwarded_stage_lines_keep_their_level_and_the_error_line_is_found():
+    import logging
+
+    from flows.reproduce import _failure_reason, _level
+
+    lines = [
+        "Running stage 'download@synthetic':",
+        "ERROR prefect.flow_runs: Finished in state Failed",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in <module>',
+        "tasks.core.errors.CorefreproError: bad",
+        "WARNING corefrepro.download: slow mirror",
+        "error: params.yaml download.synthetic: bad",
+        "ERROR: failed to reproduce 'download@synthetic'",
+    ]
+    levels, level = [], logging.INFO
+    for line in lines:
+        level = _level(line, level)
+        levels.append(logging.getLevelName(level))
+    assert levels == ["INFO"] + ["ERROR"] * 4 + ["WARNING", "ERROR", "ERROR"]
+    assert _failure_reason(lines) == "error: params.yaml download.synthetic: bad"
+    assert _failure_reason(lines[-1:]) == lines[-1]
+
+
+def test_train_mage_seed_task_runs_are_named_as_their_mlflow_runs(monkeypatch):
+    """train_mage's task-run name is a callable (the seed sits inside train_cfg): it reads the
+    task run's parameters as Prefect hands them over and gives the MLflow run's name."""
+    from prefect.runtime import task_run
+
+    from flows.train_mage import train_seed
+    from models.mage.train import seed_plan
+
+    (call,) = seed_plan("bigru", "syn2", [3])
+    monkeypatch.setitem(task_run.FIELDS, "parameters", lambda: call)
+    assert train_seed.task_run_name() == "train_mage@bigru-syn2/seed3"
