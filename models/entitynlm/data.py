@@ -11,7 +11,7 @@ Where each §4 rule lives (one place each):
   first mention; then rare words -> `unk` with the vocabulary of the training split
   (`Vocab.build`: min_count and/or max_size, paper: 10K for CoNLL).
 
-`token_documents(split)` gives the very token lists the three language models are scored on
+`models.entitynlm.train.token_documents(split)` gives the very token lists the three language models are scored on
 (the 5-gram estimator reads them), after preprocessing and `unk`.
 """
 
@@ -98,15 +98,16 @@ def load_view(runs: Sequence[str], *, drop_singletons: bool = True) -> list[Docu
 
 
 def split_documents(docs: Iterable[Document], max_docs: Mapping[str, int | None] | None = None):
-    """{split: documents} for train/dev/test, each capped at max_docs[split] (first N by doc_id;
-    None = all)."""
+    """{split: documents} for train/dev/test; max_docs[split] keeps the first N documents (by
+    doc_id) of each run ("<run>/..." prefix) in that split (None = all)."""
     out: dict[str, list[Document]] = {"train": [], "dev": [], "test": []}
+    taken: Counter = Counter()
     for doc in sorted(docs, key=lambda d: d.doc_id):
-        if doc.split in out:
+        cap = (max_docs or {}).get(doc.split)
+        key = (doc.split, doc.doc_id.split("/", 1)[0])
+        if doc.split in out and (cap is None or taken[key] < int(cap)):
             out[doc.split].append(doc)
-    for split, cap in (max_docs or {}).items():
-        if cap is not None:
-            out[split] = out[split][: int(cap)]
+            taken[key] += 1
     return out
 
 
@@ -197,14 +198,3 @@ def token_batches(docs: Sequence[Document], max_tokens: int) -> list[list[Docume
         current.append(doc)
     return batches + ([current] if current else [])
 
-
-def token_documents(split: str, settings=None) -> list[list[str]]:
-    """The tokens every language model of Table 1 is scored on: the documents of `split`
-    from params.yaml train_entitynlm (runs, max_documents), preprocessed (§4), rare words
-    replaced by `unk` with the vocabulary the neural models use. One list per document."""
-    from models.entitynlm.train import prepare_data
-
-    splits, vocab = prepare_data(settings)
-    if split not in splits:
-        raise CorefreproError(f"unknown split {split!r}; known: {sorted(splits)}")
-    return [vocab.unk(d.tokens) for d in splits[split]]

@@ -80,6 +80,12 @@ def distance_bucket(distance: torch.Tensor, buckets: int) -> torch.Tensor:
     return torch.where(d <= 4, d - 1, log_bucket).clamp(max=buckets - 1)
 
 
+def gumbel_argmax(log_probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One draw per row from softmax(log_probs) (Gumbel-max trick)."""
+    u = torch.rand(log_probs.shape, generator=generator, device=log_probs.device)
+    return (log_probs - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+
+
 class EntityNLM(nn.Module):
     """P(X, R, E, L) (generative) or Q(R, E, L | X) (config.proposal).
 
@@ -154,7 +160,7 @@ class EntityNLM(nn.Module):
         new entity, later slots are masked. qh = W_entity h (B x H), last = position of each
         entity's last mention word (B x K), t = current position (B)."""
         k = torch.arange(mem.size(1), device=mem.device)
-        scores = torch.einsum("bkh,bh->bk", mem, qh.to(mem.dtype)).float()
+        scores = torch.bmm(mem, qh.to(mem.dtype)[:, :, None]).squeeze(-1).float()
         existing = k[None] < n[:, None]
         dist = self.w_dist(distance_bucket(t[:, None] - last, self.config.distance_buckets))
         scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
@@ -169,10 +175,15 @@ class EntityNLM(nn.Module):
     @staticmethod
     def write(mem, last, n, ent, pos, e_new, rows) -> tuple:
         """Store e_new as entity `ent` for the rows selected (masked, out of place)."""
+        n = torch.where(rows, torch.maximum(n, ent + 1), n)
+        if not torch.is_grad_enabled():  # evaluation and sampling: in place, rows selected
+            sel = torch.nonzero(rows).squeeze(1)
+            mem[sel, ent[sel]] = e_new[sel].to(mem.dtype)
+            last[sel, ent[sel]] = pos[sel]
+            return mem, last, n
         slot = F.one_hot(ent.clamp(min=0), mem.size(1)).bool() & rows[:, None]
         mem = torch.where(slot[..., None], e_new[:, None, :].to(mem.dtype), mem)
         last = torch.where(slot, pos[:, None], last)
-        n = torch.where(rows, torch.maximum(n, ent + 1), n)
         return mem, last, n
 
     def _mention_scan(self, pred, upd, batch: Batch, keep_distributions: bool = False):
@@ -324,9 +335,9 @@ class EntityNLM(nn.Module):
                     last = torch.cat([last, torch.zeros_like(last)], 1)
                 pos = torch.full((rows,), t, device=dev)
                 lp_e = self.entity_log_probs(mem, qh[:, t], last, n_ent, pos)
-                e_s = torch.multinomial(lp_e.exp(), 1, generator=generator).squeeze(1)
+                e_s = gumbel_argmax(lp_e, generator)
                 lp_l = self.length_log_probs(pred[:, t], mem[ar, e_s])
-                l_s = torch.multinomial(lp_l.exp(), 1, generator=generator).squeeze(1)
+                l_s = gumbel_argmax(lp_l, generator)
                 logq += torch.where(start, lp_e[ar, e_s] + lp_l[ar, l_s], 0.0)
                 ent = torch.where(start, e_s, prev_ent)
                 prev_rem = torch.where(start, l_s + 1, prev_rem)

@@ -69,12 +69,14 @@ def perplexity(total_log_prob: float, tokens: int) -> float:
 def joint_perplexity(lm, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4096,
                      device="cpu") -> dict[str, float]:  # fmt: skip
     """Joint perplexity of the annotated documents (the paper's dev selection), and the
-    words-given-annotation perplexity beside it."""
+    words-given-annotation perplexity beside it (for the proposal: log Q(R, E, L | X))."""
     lm.eval()
     joint, tokens = _run(lm.log_joint, docs, vocab, max_tokens, device)
-    words, _ = _run(lm.log_words, docs, vocab, max_tokens, device)
-    return {"joint_ppl": perplexity(joint, tokens), "words_given_rel_ppl": perplexity(words, tokens),
-            "tokens": tokens}  # fmt: skip
+    out = {"joint_ppl": perplexity(joint, tokens), "tokens": tokens}
+    if not lm.config.proposal:
+        words, _ = _run(lm.log_words, docs, vocab, max_tokens, device)
+        out["words_given_rel_ppl"] = perplexity(words, tokens)
+    return out
 
 
 @torch.no_grad()

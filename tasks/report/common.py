@@ -28,7 +28,11 @@ from tasks.core.settings import parse_settings, settings_to_dict
 DASH = "—"
 DEFAULTS: dict[str, Any] = {
     "paper_results": "tasks/report/paper_results.yaml",
-    "metrics": {"mage": "metrics/train_mage", "coref": "metrics/train_coref"},
+    "metrics": {
+        "mage": "metrics/train_mage",
+        "coref": "metrics/train_coref",
+        "entitynlm": "metrics/train_entitynlm",
+    },
     "output": "reports/results.md",
 }
 
@@ -40,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
 class ReportMetrics:
     mage: str = DEFAULTS["metrics"]["mage"]
     coref: str = DEFAULTS["metrics"]["coref"]
+    entitynlm: str = DEFAULTS["metrics"]["entitynlm"]
 
 
 @dataclass
