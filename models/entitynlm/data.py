@@ -58,7 +58,9 @@ def normalize_token(token: str) -> str:
 
 def preprocess(row: Mapping, *, drop_singletons: bool = True) -> Document:
     """One ENTITYNLM_VIEW row -> Document under the §4 rules (module docstring)."""
-    keep = [m or not _PUNCT.match(tok) for tok, m in zip(row["tokens"], row["is_mention"])]
+    keep = [
+        m or not _PUNCT.match(tok) for tok, m in zip(row["tokens"], row["is_mention"], strict=True)
+    ]
     idx = [i for i, k in enumerate(keep) if k]
     tokens = [normalize_token(row["tokens"][i]) for i in idx]
     is_mention = [bool(row["is_mention"][i]) for i in idx]
@@ -197,4 +199,3 @@ def token_batches(docs: Sequence[Document], max_tokens: int) -> list[list[Docume
             current = []
         current.append(doc)
     return batches + ([current] if current else [])
-

@@ -350,7 +350,10 @@ class EntityNLM(nn.Module):
             ents.append(torch.where(r, ent, -1))
             rems.append(rem)
             prev_rem, prev_ent = rem, torch.where(r, ent, prev_ent)
-        stack = (lambda xs, dt: torch.stack(xs, 1) if xs else torch.zeros(rows, 0, dtype=dt))
+
+        def stack(xs, dt):
+            return torch.stack(xs, 1) if xs else torch.zeros(rows, 0, dtype=dt)
+
         draws = Batch(tokens=tokens, mask=mask, is_mention=stack(is_m, torch.bool),
                       entity=stack(ents, torch.long), remaining=stack(rems, torch.long),
                       doc_ids=[])  # fmt: skip

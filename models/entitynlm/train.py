@@ -242,8 +242,7 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
                                       device=precision.device)
                 for s in ecfg.sampling_seeds]  # fmt: skip
         out[split] = {"is_ppl": _spread([r["ppl"] for r in runs]),
-                      "is_ppl_per_seed": {str(s): r["ppl"] for s, r in zip(ecfg.sampling_seeds,
-                                                                           runs)},
+                      "is_ppl_per_seed": {str(s): r["ppl"] for s, r in zip(ecfg.sampling_seeds, runs, strict=True)},
                       "tokens": runs[0]["tokens"], "documents": len(docs),
                       "is_time_s": time.perf_counter() - started}  # fmt: skip
     return out
