@@ -327,7 +327,11 @@ def test_every_table_kind_dispatches_to_the_family_of_its_source(spec):
     assert set(report.FAMILIES) == {t["kind"] for t in spec["tables"]} == set(report.KINDS)
     for table in spec["tables"]:
         assert report.FAMILIES[table["kind"]].source == table["source"], table["id"]
-    dirs = {"mage": "metrics/train_mage", "coref": "metrics/train_coref"}
+    dirs = {
+        "mage": "metrics/train_mage",
+        "coref": "metrics/train_coref",
+        "entitynlm": "metrics/train_entitynlm",
+    }
     assert common.DEFAULTS["metrics"] == params()["report"]["metrics"] == dirs
 
 
