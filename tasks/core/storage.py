@@ -87,7 +87,12 @@ def write_json(path: str | Path, obj: Any) -> None:
 TIMING_KEYS = frozenset(
     {"wall_time_s", "train_time_s", "epoch_time_s", "sec_per_epoch", "seconds", "docs_per_s"}
 )
+TIMING_SUFFIXES = ("_time_s", "_per_s")  # e.g. is_time_s, tokens_per_s
 TIMINGS_DIR = Path("logs") / "timings"
+
+
+def is_timing(key: str) -> bool:
+    return key in TIMING_KEYS or key.endswith(TIMING_SUFFIXES)
 
 
 def split_timings(obj: Any) -> tuple[Any, Any]:
@@ -96,7 +101,7 @@ def split_timings(obj: Any) -> tuple[Any, Any]:
         kept: dict[str, Any] = {}
         timings: dict[str, Any] = {}
         for key, value in obj.items():
-            if key in TIMING_KEYS:
+            if is_timing(key):
                 timings[key] = value
                 continue
             kept[key], inner = split_timings(value)

@@ -33,7 +33,7 @@ from typing import Any
 
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
-from tasks.report import common, coref, figures, mage
+from tasks.report import common, coref, entitynlm, figures, mage
 from tasks.report.common import DASH, DEFAULTS, Family, Measured, fmt, fold, settings
 
 # table kind (paper_results.yaml `kind`) -> the family that renders it
@@ -42,6 +42,7 @@ FAMILIES: dict[str, Family] = {
     "accuracy": mage.FAMILY,
     "runs": mage.FAMILY,
     "coref": coref.FAMILY,
+    "entitynlm_lm": entitynlm.FAMILY,  # Ji et al. 2017 Table 1
 }
 KINDS = tuple(FAMILIES)
 SOURCES = tuple(dict.fromkeys(f.source for f in FAMILIES.values()))

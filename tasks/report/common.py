@@ -29,8 +29,16 @@ DASH = "—"
 PAPERS_LINK = "../../shared/papers"  # from reports/results.md: ../shared/papers of the checkout
 DEFAULTS: dict[str, Any] = {
     "paper_results": "tasks/report/paper_results.yaml",
-    "metrics": {"mage": "metrics/train_mage", "coref": "metrics/train_coref"},
-    "artifacts": {"mage": "artifacts/train_mage", "coref": "artifacts/train_coref"},
+    "metrics": {
+        "mage": "metrics/train_mage",
+        "coref": "metrics/train_coref",
+        "entitynlm": "metrics/train_entitynlm",
+    },
+    "artifacts": {
+        "mage": "artifacts/train_mage",
+        "coref": "artifacts/train_coref",
+        "entitynlm": "artifacts/train_entitynlm",
+    },
     "output": "reports/results.md",
 }
 
@@ -42,12 +50,14 @@ DEFAULTS: dict[str, Any] = {
 class ReportMetrics:
     mage: str = DEFAULTS["metrics"]["mage"]
     coref: str = DEFAULTS["metrics"]["coref"]
+    entitynlm: str = DEFAULTS["metrics"]["entitynlm"]
 
 
 @dataclass
 class ReportArtifacts:
     mage: str = DEFAULTS["artifacts"]["mage"]
     coref: str = DEFAULTS["artifacts"]["coref"]
+    entitynlm: str = DEFAULTS["artifacts"]["entitynlm"]
 
 
 @dataclass

@@ -1,0 +1,48 @@
+"""Stage `train_entitynlm`: one language model of Ji et al. 2017 Table 1, all seeds.
+
+    python -m flows.train_entitynlm --model entitynlm [--seed 3]
+
+params.yaml train_entitynlm names the annotation runs whose EntityNLM views are the data
+(data/graphs/<run>/entitynlm.parquet), the model and training settings and the importance
+sampling. Each seed writes artifacts/train_entitynlm/<model>/seed<k>/{best.pt,history.json,
+metrics.json} and one MLflow run (experiment "train_entitynlm"); metrics/train_entitynlm/
+<model>.json summarizes the seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from flows.runtime import flow, run_cli, task
+from models.entitynlm import train as stage
+from tasks.core.storage import write_metrics
+
+log = logging.getLogger("corefrepro.train_entitynlm")
+
+train_seed = task(stage.train_seed, name="train-entitynlm-seed")
+
+
+@flow(name="train-entitynlm")
+def train_entitynlm(model: str, seed: int | None = None) -> dict:
+    cfg = stage.settings()  # every setting checked before any work
+    splits, vocab = stage.prepare_data(cfg)
+    log.info("%s on %s: documents %s, vocabulary %d", model, "+".join(cfg.runs),
+             {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip
+    seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
+    results = [train_seed(model, s, (splits, vocab), cfg) for s in seeds]
+    summary = stage.summarize(model, results)
+    write_metrics(stage.metrics_path(model), summary)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, choices=stage.MODELS)
+    parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
+    args = parser.parse_args(argv)
+    run_cli(train_entitynlm, args.model, args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""EntityNLM (Ji et al. 2017) as a family of the pipeline: EntityNLM with its proposal and
+the RNNLM baseline on the EntityNLM views (data/graphs/<run>/entitynlm.parquet), Table 1."""
+
+from __future__ import annotations
+
+from models.entitynlm import train
+from tasks.core.tracking import PAPERS
+from tasks.training.family import Family
+
+FAMILY = Family(
+    name="entitynlm",
+    paper=PAPERS["train_entitynlm"],
+    settings=train.TrainEntityNLMSettings,
+    load_settings=train.settings,
+    recipe=train.LMRecipe,
+    train_seed=train.train_seed,
+    summarize=train.summarize,
+    report="tasks.report.entitynlm",
+)

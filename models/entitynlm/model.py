@@ -1,0 +1,404 @@
+"""EntityNLM (Ji et al. 2017, papers/000 §2), its proposal Q(R, E, L | X) (§5.1 "Proposal
+distribution") and the same-size LSTM RNNLM baseline (§5.1 "Baselines"), batched across documents.
+
+Generative story per word t (§2.2): when the previous word ended a mention or was outside one,
+choose R_t (Eq. 3); for R_t = 1 choose the entity E_t among the existing ones and a new one
+(Eq. 4, with a distance feature) and the mention length L_t (Eq. 5); a mention continues with
+L_t = L_{t-1} - 1. The word X_t is drawn given h_{t-1} and e_current (Eq. 6); then the LSTM
+reads x_t (Eq. 2) and a mention word updates its entity's embedding with the gate of Eq. 8.
+New entities are drawn from the learned prior N(r_1, sigma^2 I), projected on the unit sphere
+(Eq. 7).
+
+Batching. The LSTM does not read the entities (Eq. 2), so the states of all words of all
+documents come from one cuDNN/MKL call. Only the entity memory is sequential; it is a tensor
+B x K x H (K = most entities in the batch + the "new" slot) updated with masks, and the scan
+runs over the mention words only (packed left per document): entity scores and updates happen
+there, e_current of every other word is gathered afterwards. R, L and the (full) word softmax
+are computed for all words at once after the scan.
+
+Conventions (as the view, tasks/graphs/views.py): entity ids 0-based in order of first mention
+(the new entity at a mention start is index n = number of entities so far), -1 outside
+mentions; L ("remaining") counts the words left in the mention including this one, 0 outside.
+A document may end inside a mention (remaining > 1 on its last word): the model is then the
+distribution of the first T words, which is what importance sampling (sampling.py) needs.
+
+Choices the paper leaves open (documented here, settings in EntityNLMConfig):
+- f(e) in Eq. 4: one-hot bucket of the word distance from the current word to the last
+  mention word of e (buckets 1, 2, 3, 4, 5-7, 8-15, ..., 128+); f(new) = 0.
+- Eq. 7's noise (sigma = 0.01) is drawn in training only; evaluation uses the mean r_1/|r_1|,
+  so log-probabilities are deterministic (the enumeration test and the reranker rely on it).
+- e_current before the first mention of a document is the zero vector.
+- The bilinear forms h^T W v are parameterised as (W h)^T v (nn.Linear without bias).
+- Word softmax: full softmax (the paper's class-factorised softmax only speeds it up).
+- Proposal: the paper's variant replaces h_{t-1} by h_t (the current word is read first) and
+  drops the word term; `bidirectional=True` (default) also reads the words to the right
+  (a bidirectional LSTM), which helps to propose mention lengths. Any Q with full support gives
+  an unbiased Eq. 11 estimate; `bidirectional=False` is the paper's left-to-right variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.entitynlm.data import Batch
+
+NEG = -1e9  # masked logits (finite: keeps 0 * masked out of NaN)
+
+
+@dataclass
+class EntityNLMConfig:
+    vocab_size: int
+    embed_dim: int = 32
+    hidden_size: int = 32
+    l_max: int = 25  # Ji et al. 2017 §2.1
+    dropout: float = 0.0
+    distance_buckets: int = 10
+    prior_sigma: float = 0.01  # Eq. 7
+    proposal: bool = False  # Q(R, E, L | X) instead of P(X, R, E, L)
+    bidirectional: bool = True  # proposal only: also read the words to the right
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def decision_points(batch: Batch) -> torch.Tensor:
+    """Where R_t is chosen (§2.2 step 1): the first word, or the previous word ended a mention
+    (L_{t-1} = 1) or was outside one."""
+    prev = F.pad(batch.remaining[:, :-1], (1, 0), value=0)
+    return batch.mask & (prev <= 1)
+
+
+def distance_bucket(distance: torch.Tensor, buckets: int) -> torch.Tensor:
+    """1, 2, 3, 4 -> 0..3; then one bucket per power of two (5-7, 8-15, ...), capped."""
+    d = distance.clamp(min=1)
+    log_bucket = torch.floor(torch.log2(d.float())).long() + 2
+    return torch.where(d <= 4, d - 1, log_bucket).clamp(max=buckets - 1)
+
+
+def gumbel_argmax(log_probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One draw per row from softmax(log_probs) (Gumbel-max trick)."""
+    u = torch.rand(log_probs.shape, generator=generator, device=log_probs.device)
+    return (log_probs - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+
+
+class EntityNLM(nn.Module):
+    """P(X, R, E, L) (generative) or Q(R, E, L | X) (config.proposal).
+
+    Public API (all take a data.Batch of B padded documents, eval mode for deterministic scores):
+    - `token_log_probs(batch) -> dict` of B x T tensors "r", "e", "l", "x" (0 where a variable
+      is not chosen at t; no "x" for the proposal);
+    - `log_joint(batch) -> B`: log P(X, R, E, L) per document (Eq. 9), the reranker's score
+      (Eq. 12); for the proposal log Q(R, E, L | X);
+    - `log_words(batch) -> B`: sum_t log P(X_t | h_{t-1}, e_current), words only, R/E/L given;
+    - `entity_predictions(batch)`: at every mention start, log P(E_t = e | R_t = 1, left
+      context) over the existing entities and "new" (entity prediction, Table 3);
+    - `sample(tokens, mask, n, generator)` (proposal): n draws of (R, E, L) per document with
+      their log Q (importance sampling, sampling.py).
+    """
+
+    def __init__(self, config: EntityNLMConfig):
+        super().__init__()
+        self.config = c = config
+        h = c.hidden_size
+        self.embed = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=0)
+        bidir = c.proposal and c.bidirectional
+        self.lstm = nn.LSTM(c.embed_dim, h, batch_first=True, bidirectional=bidir)
+        self.merge = nn.Linear(2 * h, h) if bidir else None
+        self.bos = nn.Parameter(torch.zeros(c.embed_dim))  # input before the first word
+        self.drop = nn.Dropout(c.dropout)
+        self.r_embed = nn.Parameter(torch.randn(2, h) * 0.1)  # r_0, r_1 (Eq. 3); r_1: Eq. 7
+        self.w_r = nn.Linear(h, h, bias=False)  # Eq. 3
+        self.w_entity = nn.Linear(h, h, bias=False)  # Eq. 4
+        self.w_dist = nn.Embedding(c.distance_buckets, 1)  # Eq. 4: w_dist^T f(e)
+        nn.init.zeros_(self.w_dist.weight)
+        self.w_length = nn.Linear(2 * h, c.l_max)  # Eq. 5
+        self.w_delta = nn.Linear(h, h, bias=False)  # Eq. 8
+        if not c.proposal:
+            self.w_e = nn.Linear(h, h, bias=False)  # Eq. 6
+            self.out = nn.Linear(h, c.vocab_size)  # Eq. 6 (full softmax)
+
+    # ------------------------------------------------------------------ states
+
+    def contexts(self, tokens: torch.Tensor, mask: torch.Tensor):
+        """(pred, upd), B x T x H: the state that predicts the variables of word t (h_{t-1};
+        the proposal's h_t) and the one that updates its entity (h_t, Eq. 8)."""
+        emb = self.drop(self.embed(tokens))
+        lengths = mask.sum(1).clamp(min=1).cpu()
+        if self.config.proposal:
+            out = self._run_lstm(emb, lengths)
+            if self.merge is not None:
+                out = torch.tanh(self.merge(out))
+            out = self.drop(out)
+            return out, out
+        bos = self.bos.to(emb.dtype).expand(emb.size(0), 1, -1)
+        out = self.drop(self._run_lstm(torch.cat([bos, emb], 1), lengths + 1))
+        return out[:, :-1], out[:, 1:]
+
+    def _run_lstm(self, emb, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True,
+                                                   enforce_sorted=False)  # fmt: skip
+        out, _ = self.lstm(packed)
+        return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=emb.size(1))[0]
+
+    # ------------------------------------------------------------------ entity memory
+
+    def prior(self, rows: int, slots: int, device, dtype) -> torch.Tensor:
+        """Initial embeddings of `slots` entities per row (Eq. 7): r_1 + sigma * noise in
+        training, r_1 in evaluation, projected on the unit sphere."""
+        mean = self.r_embed[1].to(dtype).expand(rows, slots, -1)
+        if self.training and self.config.prior_sigma > 0:
+            mean = mean + self.config.prior_sigma * torch.randn_like(mean)
+        return F.normalize(mean, dim=-1)
+
+    def entity_log_probs(self, mem, qh, last, n, t) -> torch.Tensor:
+        """log P(E_t = k | R_t = 1) over the K slots (Eq. 4): slots < n exist, slot n is the
+        new entity, later slots are masked. qh = W_entity h (B x H), last = position of each
+        entity's last mention word (B x K), t = current position (B)."""
+        k = torch.arange(mem.size(1), device=mem.device)
+        scores = torch.bmm(mem, qh.to(mem.dtype)[:, :, None]).squeeze(-1).float()
+        existing = k[None] < n[:, None]
+        dist = self.w_dist(distance_bucket(t[:, None] - last, self.config.distance_buckets))
+        scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
+        return torch.log_softmax(scores.masked_fill(k[None] > n[:, None], NEG), -1)
+
+    def gate_update(self, e_old, hu, ph) -> torch.Tensor:
+        """Eq. 8: delta = sigmoid(h_t^T W_delta e), e <- normalize(delta e + (1 - delta) h_t);
+        ph = W_delta h_t."""
+        delta = torch.sigmoid((ph * e_old).sum(-1, keepdim=True))
+        return F.normalize(delta * e_old + (1 - delta) * hu.to(e_old.dtype), dim=-1)
+
+    @staticmethod
+    def write(mem, last, n, ent, pos, e_new, rows) -> tuple:
+        """Store e_new as entity `ent` for the rows selected (masked, out of place)."""
+        n = torch.where(rows, torch.maximum(n, ent + 1), n)
+        if not torch.is_grad_enabled():  # evaluation and sampling: in place, rows selected
+            sel = torch.nonzero(rows).squeeze(1)
+            mem[sel, ent[sel]] = e_new[sel].to(mem.dtype)
+            last[sel, ent[sel]] = pos[sel]
+            return mem, last, n
+        slot = F.one_hot(ent.clamp(min=0), mem.size(1)).bool() & rows[:, None]
+        mem = torch.where(slot[..., None], e_new[:, None, :].to(mem.dtype), mem)
+        last = torch.where(slot, pos[:, None], last)
+        return mem, last, n
+
+    def _mention_scan(self, pred, upd, batch: Batch, keep_distributions: bool = False):
+        """The entity memory over the mention words of each document (packed left).
+
+        Returns (logp_e B x T at mention starts, e_sel B x T x H = e_{E_t, t-1} at mention
+        words, e_cur B x T x H = e_current for each word, and at mention starts the whole
+        distribution B x M x K if keep_distributions, with the packed positions)."""
+        b, t_len, h = pred.shape
+        dev = pred.device
+        is_m = batch.is_mention & batch.mask
+        count = is_m.sum(1)
+        m_len = int(count.max()) if b else 0
+        ar = torch.arange(t_len, device=dev)
+        pos = torch.where(is_m, ar, ar + t_len).argsort(1)[:, :m_len]
+        valid = torch.arange(m_len, device=dev)[None] < count[:, None]
+        ent = batch.entity.gather(1, pos).clamp(min=0)
+        starts = (decision_points(batch) & is_m).gather(1, pos) & valid
+        idx = pos[..., None].expand(-1, -1, h)
+        hp, hu = pred.gather(1, idx), upd.gather(1, idx)
+        qh, ph = self.w_entity(hp), self.w_delta(hu)
+        slots = int(batch.entity.max()) + 2 if b else 1
+        mem = self.prior(b, slots, dev, pred.dtype)
+        last = torch.zeros(b, slots, dtype=torch.long, device=dev)
+        n = torch.zeros(b, dtype=torch.long, device=dev)
+        rows = torch.arange(b, device=dev)
+        logp, sel, after, dists = [], [], [], []
+        for j in range(m_len):
+            if keep_distributions or bool(starts[:, j].any()):
+                lp = self.entity_log_probs(mem, qh[:, j], last, n, pos[:, j])
+                logp.append(torch.where(starts[:, j], lp[rows, ent[:, j]], 0.0))
+                dists.append(lp)
+            else:
+                logp.append(torch.zeros(b, device=dev))
+            e_old = mem[rows, ent[:, j]]
+            e_new = self.gate_update(e_old, hu[:, j], ph[:, j])
+            mem, last, n = self.write(mem, last, n, ent[:, j], pos[:, j], e_new, valid[:, j])
+            sel.append(e_old)
+            after.append(e_new)
+        logp_e = torch.zeros(b, t_len, device=dev)
+        empty = pred.new_zeros(b, 0, h)
+        e_sel_m = torch.stack(sel, 1) if sel else empty
+        e_after = torch.stack(after, 1) if after else empty
+        if m_len:
+            logp_e = logp_e.scatter_add(1, pos, torch.stack(logp, 1) * valid)
+        before = torch.cumsum(is_m.long(), 1) - is_m.long()  # mention words before t
+        table = torch.cat([pred.new_zeros(b, 1, h), e_after.to(pred.dtype),
+                           e_sel_m.to(pred.dtype)], 1)  # fmt: skip
+        index = torch.where(is_m, 1 + m_len + before, before)  # e_after[before - 1] or zero
+        index = index.clamp(max=table.size(1) - 1)
+        gathered = table.gather(1, index[..., None].expand(-1, -1, h))
+        e_cur = gathered
+        e_sel = torch.where(is_m[..., None], gathered, 0.0)
+        extra = {"positions": pos, "starts": starts, "dists": dists}
+        return logp_e, e_sel, e_cur, extra
+
+    # ------------------------------------------------------------------ probabilities
+
+    def r_log_probs(self, pred) -> torch.Tensor:
+        """log P(R_t = r | h) for r in {0, 1} (Eq. 3): B x T x 2."""
+        return torch.log_softmax((self.w_r(pred) @ self.r_embed.T.to(pred.dtype)).float(), -1)
+
+    def length_log_probs(self, hp, e_sel) -> torch.Tensor:
+        """log P(L_t = l | h, e_{E_t, t-1}) for l = 1..l_max (Eq. 5): ... x l_max."""
+        return torch.log_softmax(self.w_length(torch.cat([hp, e_sel.to(hp.dtype)], -1)).float(), -1)
+
+    def word_log_probs(self, pred, e_cur, tokens) -> torch.Tensor:
+        """log P(X_t = x_t | h_{t-1}, e_current) (Eq. 6), full softmax: B x T."""
+        logits = self.out(self.drop(pred + self.w_e(e_cur.to(pred.dtype)))).float()
+        return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
+
+    def token_log_probs(self, batch: Batch, contexts=None) -> dict[str, torch.Tensor]:
+        """Per word log-probabilities of each variable (0 where it is not chosen): R at
+        decision points, E and L at mention starts, X at every word (generative only).
+        contexts: precomputed `self.contexts(...)` (shared by the samples of a document)."""
+        pred, upd = contexts if contexts is not None else self.contexts(batch.tokens, batch.mask)
+        dec = decision_points(batch)
+        logp_r = self.r_log_probs(pred).gather(-1, batch.is_mention.long()[..., None])
+        logp_e, e_sel, e_cur, _ = self._mention_scan(pred, upd, batch)
+        starts = dec & batch.is_mention
+        length = (batch.remaining - 1).clamp(0, self.config.l_max - 1)
+        logp_l = self.length_log_probs(pred, e_sel).gather(-1, length[..., None]).squeeze(-1)
+        out = {
+            "r": torch.where(dec, logp_r.squeeze(-1), 0.0),
+            "e": logp_e,
+            "l": torch.where(starts, logp_l, 0.0),
+        }
+        if not self.config.proposal:
+            out["x"] = torch.where(batch.mask, self.word_log_probs(pred, e_cur, batch.tokens), 0.0)
+        return out
+
+    def log_joint(self, batch: Batch, contexts=None) -> torch.Tensor:
+        """log P(X, R, E, L) per document (Eq. 9); the proposal: log Q(R, E, L | X)."""
+        return sum(v.sum(1) for v in self.token_log_probs(batch, contexts).values())
+
+    def log_words(self, batch: Batch, contexts=None) -> torch.Tensor:
+        """sum_t log P(X_t | h_{t-1}, e_current) per document, R/E/L given (generative)."""
+        return self.token_log_probs(batch, contexts)["x"].sum(1)
+
+    @torch.no_grad()
+    def entity_predictions(self, batch: Batch) -> list[list[tuple[int, torch.Tensor]]]:
+        """Entity prediction (§5.3, Table 3): per document, at every mention start t (R_t = 1
+        given, the gold annotation left of t as context), (t, log-probs over entities 0..n_t)
+        where n_t = entities mentioned before t and index n_t is "new entity". The gold answer
+        is batch.entity[doc, t] (== n_t for a new entity). Positions index the batch's words."""
+        pred, upd = self.contexts(batch.tokens, batch.mask)
+        _, _, _, extra = self._mention_scan(pred, upd, batch, keep_distributions=True)
+        out: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(batch.tokens.size(0))]
+        for j, lp in enumerate(extra["dists"]):
+            for b in torch.nonzero(extra["starts"][:, j]).flatten().tolist():
+                n_t = int((lp[b] > NEG / 2).sum()) - 1
+                out[b].append((int(extra["positions"][b, j]), lp[b, : n_t + 1].cpu()))
+        return out
+
+    # ------------------------------------------------------------------ proposal sampling
+
+    @torch.no_grad()
+    def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None):
+        """Draw n (R, E, L) per document from Q (proposal only), each row of the result is one
+        draw (document b's draws are rows b*n .. b*n+n-1). Returns (Batch of the draws,
+        log Q of each draw). A mention may run past the last word (prefix semantics)."""
+        if not self.config.proposal:
+            raise ValueError("sample() is the proposal's: EntityNLMConfig(proposal=True)")
+        pred, upd = self.contexts(tokens, mask)
+        pred, upd = pred.repeat_interleave(n, 0), upd.repeat_interleave(n, 0)
+        tokens, mask = tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
+        rows, t_len = tokens.shape
+        dev = tokens.device
+        r_lp, qh, ph = self.r_log_probs(pred), self.w_entity(pred), self.w_delta(upd)
+        ar = torch.arange(rows, device=dev)
+        mem = self.prior(rows, 1, dev, pred.dtype)
+        last = torch.zeros(rows, 1, dtype=torch.long, device=dev)
+        n_ent = torch.zeros(rows, dtype=torch.long, device=dev)
+        prev_rem = torch.zeros(rows, dtype=torch.long, device=dev)
+        prev_ent = torch.full((rows,), -1, dtype=torch.long, device=dev)
+        logq = torch.zeros(rows, device=dev)
+        is_m, ents, rems = [], [], []
+        for t in range(t_len):
+            m = mask[:, t]
+            dec = m & (prev_rem <= 1)
+            r_new = torch.bernoulli(r_lp[:, t, 1].exp(), generator=generator).bool()
+            r = torch.where(dec, r_new, prev_rem > 1) & m
+            logq += torch.where(dec, r_lp[ar, t, r.long()], 0.0)
+            start = dec & r
+            ent = prev_ent
+            if bool(start.any()):
+                if int(n_ent.max()) + 1 >= mem.size(1):  # room for the new-entity slot
+                    mem = torch.cat([mem, self.prior(rows, mem.size(1), dev, mem.dtype)], 1)
+                    last = torch.cat([last, torch.zeros_like(last)], 1)
+                pos = torch.full((rows,), t, device=dev)
+                lp_e = self.entity_log_probs(mem, qh[:, t], last, n_ent, pos)
+                e_s = gumbel_argmax(lp_e, generator)
+                lp_l = self.length_log_probs(pred[:, t], mem[ar, e_s])
+                l_s = gumbel_argmax(lp_l, generator)
+                logq += torch.where(start, lp_e[ar, e_s] + lp_l[ar, l_s], 0.0)
+                ent = torch.where(start, e_s, prev_ent)
+                prev_rem = torch.where(start, l_s + 1, prev_rem)
+            rem = torch.where(start, prev_rem, torch.where(r, prev_rem - 1, 0))
+            if bool(r.any()):
+                e_new = self.gate_update(mem[ar, ent.clamp(min=0)], upd[:, t], ph[:, t])
+                pos = torch.full((rows,), t, device=dev)
+                mem, last, n_ent = self.write(mem, last, n_ent, ent, pos, e_new, r)
+            is_m.append(r)
+            ents.append(torch.where(r, ent, -1))
+            rems.append(rem)
+            prev_rem, prev_ent = rem, torch.where(r, ent, prev_ent)
+
+        def stack(xs, dt):
+            return torch.stack(xs, 1) if xs else torch.zeros(rows, 0, dtype=dt)
+
+        draws = Batch(tokens=tokens, mask=mask, is_mention=stack(is_m, torch.bool),
+                      entity=stack(ents, torch.long), remaining=stack(rems, torch.long),
+                      doc_ids=[])  # fmt: skip
+        return draws, logq
+
+
+class RNNLM(nn.Module):
+    """The LSTM language model baseline (§5.1): the same embedding and LSTM sizes and the same
+    vocabulary as EntityNLM, full softmax over h_{t-1}."""
+
+    def __init__(self, config: EntityNLMConfig):
+        super().__init__()
+        self.config = c = config
+        self.embed = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=0)
+        self.lstm = nn.LSTM(c.embed_dim, c.hidden_size, batch_first=True)
+        self.bos = nn.Parameter(torch.zeros(c.embed_dim))
+        self.drop = nn.Dropout(c.dropout)
+        self.out = nn.Linear(c.hidden_size, c.vocab_size)
+
+    def token_log_probs(self, batch: Batch) -> dict[str, torch.Tensor]:
+        emb = self.drop(self.embed(batch.tokens))
+        bos = self.bos.to(emb.dtype).expand(emb.size(0), 1, -1)
+        lengths = batch.mask.sum(1).clamp(min=1).cpu() + 1
+        packed = nn.utils.rnn.pack_padded_sequence(torch.cat([bos, emb], 1), lengths,
+                                                   batch_first=True, enforce_sorted=False)  # fmt: skip
+        out, _ = self.lstm(packed)
+        out = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
+                                               total_length=emb.size(1) + 1)[0]  # fmt: skip
+        logits = self.out(self.drop(out[:, :-1])).float()
+        x = logits.log_softmax(-1).gather(-1, batch.tokens[..., None]).squeeze(-1)
+        return {"x": torch.where(batch.mask, x, 0.0)}
+
+    def log_words(self, batch: Batch) -> torch.Tensor:
+        return self.token_log_probs(batch)["x"].sum(1)
+
+    log_joint = log_words
+
+
+class EntityNLMPair(nn.Module):
+    """EntityNLM and its proposal, trained side by side on the same annotated documents (one
+    checkpoint: the proposal selected with the model it proposes for)."""
+
+    def __init__(self, config: EntityNLMConfig, proposal_bidirectional: bool = True):
+        super().__init__()
+        self.lm = EntityNLM(config)
+        qcfg = EntityNLMConfig(**{**config.to_dict(), "proposal": True,
+                                  "bidirectional": proposal_bidirectional})  # fmt: skip
+        self.proposal = EntityNLM(qcfg)

@@ -1,0 +1,352 @@
+"""Training and evaluation of EntityNLM (with its proposal) and the RNNLM baseline through the
+one training loop (tasks/training/loop.py): LMRecipe is this family's part of it.
+
+Protocol (Ji et al. 2017, papers/000 §3, §5.1):
+- both models maximise the log-likelihood of the training documents (EntityNLM: Eq. 9, the joint
+  of X, R, E, L; the proposal Q(R, E, L | X) is trained alongside on the same annotation, its
+  negative log-likelihood added to the loss; RNNLM: the words), Adam with lr 1e-3 (one of the
+  paper's two optimizers), dropout, gradients clipped;
+- model selection on DEV: EntityNLM by the joint perplexity 2^(-1/T sum log P(X, R, E, L)) (§5.1
+  "Results"), the RNNLM by its perplexity;
+- with the best checkpoint: the RNNLM's exact perplexity on dev and test; EntityNLM's words-only
+  perplexity with R, E, L marginalised by importance sampling (Eq. 11, N draws per document
+  from Q, models/entitynlm/sampling.py) for several sampling seeds (mean and spread), and its
+  joint perplexity.
+Both models use the same preprocessed documents and vocabulary (models/entitynlm/data.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.entitynlm.data import (
+    Batch,
+    Document,
+    Vocab,
+    collate,
+    load_view,
+    split_documents,
+    token_batches,
+)
+from models.entitynlm.model import RNNLM, EntityNLMConfig, EntityNLMPair
+from models.entitynlm.sampling import importance_perplexity, joint_perplexity, lm_perplexity
+from tasks.core import storage
+from tasks.core.checkpoints import jsonable, seed_everything
+from tasks.core.config import params, resolve_path
+from tasks.core.errors import CorefreproError
+from tasks.core.settings import ConfigError, key_path, parse_settings, settings_to_dict
+from tasks.core.tracking import log_metrics, tracked_run
+from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
+
+log = logging.getLogger("corefrepro.train_entitynlm")
+
+STAGE = "train_entitynlm"
+MODELS = ("entitynlm", "rnnlm")
+
+
+@dataclass
+class ModelSettings:
+    """params.yaml train_entitynlm.model: shared by EntityNLM, its proposal and the RNNLM."""
+
+    embed_dim: int = 32  # paper: grid over its §3 settings
+    hidden_size: int = 32
+    dropout: float = 0.2  # paper candidates {0.2, 0.5}
+    l_max: int = 25  # §2.1 (the view truncates longer mentions)
+    distance_buckets: int = 10
+    proposal_bidirectional: bool = True  # False: the paper's left-to-right proposal
+    min_count: int = 2  # training-split frequency below which a word is `unk`
+    max_vocab: int | None = None  # paper: 10K (CoNLL)
+
+
+@dataclass
+class TrainSettings(LoopSettings):
+    """params.yaml train_entitynlm.train (the loop's settings and the optimiser's)."""
+
+    epochs: int = 3
+    patience: int | None = None
+    lr: float = 1e-3
+    batch_tokens: int = 2048  # padded words per training batch
+    threads: int | None = 1
+
+
+@dataclass
+class EvalSettings:
+    """params.yaml train_entitynlm.evaluation: importance sampling (§5.1)."""
+
+    samples: int = 100  # N draws per document (Eq. 11)
+    sampling_seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    batch_tokens: int = 1024  # words per sampling batch before the N-fold expansion
+
+
+@dataclass
+class TrainEntityNLMSettings:
+    """params.yaml train_entitynlm, checked whole before any training starts."""
+
+    runs: list[str] = field(default_factory=lambda: ["synthetic-gold", "handmade-gold"])
+    max_documents: dict[str, int | None] = field(default_factory=dict)  # per split; None = all
+    drop_singletons: bool = True  # §4: entities with one mention are not mentions
+    seeds: list[int] = field(default_factory=lambda: [1])
+    model: ModelSettings = field(default_factory=ModelSettings)
+    train: TrainSettings = field(default_factory=TrainSettings)
+    evaluation: EvalSettings = field(default_factory=EvalSettings)
+
+    def validate(self, path: str) -> None:
+        bad = sorted(set(self.max_documents) - {"train", "dev", "test"})
+        if bad:
+            raise ConfigError(f"{key_path(path, 'max_documents')}: unknown splits {bad}")
+        if not self.runs:
+            raise ConfigError(f"{key_path(path, 'runs')}: name at least one annotation run")
+
+
+def settings() -> TrainEntityNLMSettings:
+    return parse_settings(TrainEntityNLMSettings, params(STAGE), STAGE)
+
+
+def prepare_data(cfg: TrainEntityNLMSettings | None = None):
+    """({split: documents}, vocabulary of the training split) as params.yaml says."""
+    cfg = cfg or settings()
+    docs = load_view(cfg.runs, drop_singletons=cfg.drop_singletons)
+    splits = split_documents(docs, cfg.max_documents)
+    if not splits["train"] or not splits["dev"]:
+        raise CorefreproError(f"{STAGE}: runs {cfg.runs} give no train or no dev documents")
+    vocab = Vocab.build(splits["train"], cfg.model.min_count, cfg.model.max_vocab)
+    return splits, vocab
+
+
+def token_documents(split: str, cfg: TrainEntityNLMSettings | None = None) -> list[list[str]]:
+    """The tokens every language model of Table 1 is scored on (the 5-gram reads them): the
+    documents of `split` of params.yaml train_entitynlm (runs, max_documents), preprocessed
+    (§4, models/entitynlm/data.py), words outside the training vocabulary replaced by `unk`.
+    One list per document, in the order the neural models see them (doc_id)."""
+    splits, vocab = prepare_data(cfg)
+    if split not in splits:
+        raise CorefreproError(f"unknown split {split!r}; known: {sorted(splits)}")
+    return [vocab.unk(d.tokens) for d in splits[split]]
+
+
+def model_config(mcfg: ModelSettings, vocab: Vocab) -> EntityNLMConfig:
+    return EntityNLMConfig(vocab_size=len(vocab), embed_dim=mcfg.embed_dim,
+                           hidden_size=mcfg.hidden_size, l_max=mcfg.l_max, dropout=mcfg.dropout,
+                           distance_buckets=mcfg.distance_buckets)  # fmt: skip
+
+
+def build_model(kind: str, mcfg: ModelSettings, vocab: Vocab) -> torch.nn.Module:
+    if kind not in MODELS:
+        raise CorefreproError(f"{STAGE}: unknown model {kind!r}; known: {list(MODELS)}")
+    config = model_config(mcfg, vocab)
+    if kind == "rnnlm":
+        return RNNLM(config)
+    return EntityNLMPair(config, proposal_bidirectional=mcfg.proposal_bidirectional)
+
+
+def documents_fingerprint(splits: Mapping[str, Sequence[Document]]) -> str:
+    digest = hashlib.sha256()
+    for split in sorted(splits):
+        for d in splits[split]:
+            digest.update(json.dumps([split, d.doc_id, d.tokens, d.entity, d.remaining]).encode())
+    return digest.hexdigest()
+
+
+class LMRecipe:
+    """One of the two models' part of the shared loop: token-budget batches of documents in a
+    seeded order, per-word negative log-likelihood, dev perplexity as the selection rule."""
+
+    def __init__(self, kind: str, splits, vocab: Vocab, mcfg: ModelSettings, tcfg: TrainSettings):
+        self.kind, self.splits, self.vocab, self.mcfg, self.tcfg = kind, splits, vocab, mcfg, tcfg
+        self.model = build_model(kind, mcfg, vocab)
+        self.rng = random.Random(tcfg.seed)
+        self.log_keys = ("joint_ppl", "proposal_ppl") if kind == "entitynlm" else ("ppl",)
+
+    def optimizer(self):
+        return torch.optim.Adam(self.model.parameters(), lr=self.tcfg.lr), None
+
+    def batches(self, epoch: int) -> Iterator[Batch]:
+        groups = token_batches(self.splits["train"], self.tcfg.batch_tokens)
+        self.rng.shuffle(groups)
+        for group in groups:
+            yield collate(group, self.vocab)
+
+    def steps_per_epoch(self) -> int:
+        return len(token_batches(self.splits["train"], self.tcfg.batch_tokens))
+
+    def step(self, batch: Batch, device: torch.device) -> StepOutput:
+        batch = batch.to(device)
+        tokens = batch.num_tokens
+        if self.kind == "rnnlm":
+            nll = -self.model.log_words(batch).sum()
+            return StepOutput(nll / tokens, {"loss_sum": float(nll.detach()), "loss_n": tokens})
+        pred, upd = self.model.lm.contexts(batch.tokens, batch.mask)
+        nll = -self.model.lm.log_joint(batch, contexts=(pred, upd)).sum()  # Eq. 9
+        q_nll = -self.model.proposal.log_joint(batch).sum()
+        stats = {"loss_sum": float(nll.detach()), "loss_n": tokens,
+                 "proposal_loss_sum": float(q_nll.detach())}  # fmt: skip
+        return StepOutput((nll + q_nll) / tokens, stats)
+
+    @torch.no_grad()
+    def evaluate(self, split: str, precision: Precision) -> dict[str, float]:
+        docs, dev = self.splits[split], precision.device
+        self.model.eval()
+        with precision.autocast():
+            if self.kind == "rnnlm":
+                out = lm_perplexity(self.model, docs, self.vocab, device=dev)
+                return {"ppl": out["ppl"], "tokens": out["tokens"]}
+            out = joint_perplexity(self.model.lm, docs, self.vocab, device=dev)
+            q = joint_perplexity(self.model.proposal, docs, self.vocab, device=dev)
+        return {**out, "proposal_ppl": q["joint_ppl"]}
+
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
+        value = dev["ppl"] if self.kind == "rnnlm" else dev["joint_ppl"]
+        return (-value,), -value
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return {"kind": self.kind, **settings_to_dict(self.mcfg), "vocab_size": len(self.vocab)}
+
+    def checkpoint_info(self) -> dict[str, Any]:
+        return {"vocab": self.vocab.to_dict()}
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"config": self.checkpoint_config(), "data": documents_fingerprint(self.splits)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.getstate()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.rng.setstate(state["rng"])
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    return {"mean": float(np.mean(values)), "std": float(np.std(values)), "n": len(values)}
+
+
+def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Precision) -> dict:
+    """Eq. 11 words-only perplexity of dev and test for each sampling seed, with its spread."""
+    out: dict[str, Any] = {}
+    for split in ("dev", "test"):
+        docs = recipe.splits[split]
+        if not docs:
+            continue
+        started = time.perf_counter()
+        runs = [importance_perplexity(recipe.model.lm, recipe.model.proposal, docs, recipe.vocab,
+                                      n=ecfg.samples, seed=s, max_tokens=ecfg.batch_tokens,
+                                      device=precision.device)
+                for s in ecfg.sampling_seeds]  # fmt: skip
+        out[split] = {"is_ppl": _spread([r["ppl"] for r in runs]),
+                      "is_ppl_per_seed": {str(s): r["ppl"] for s, r in zip(ecfg.sampling_seeds, runs, strict=True)},
+                      "tokens": runs[0]["tokens"], "documents": len(docs),
+                      "is_time_s": time.perf_counter() - started}  # fmt: skip
+    return out
+
+
+def train_and_evaluate(kind, splits, vocab, cfg: TrainEntityNLMSettings, seed: int, out_dir,
+                       *, log_fn=None) -> dict[str, Any]:  # fmt: skip
+    """Train one model with dev selection, then score dev and test with the best checkpoint."""
+    tcfg = parse_settings(TrainSettings, {**settings_to_dict(cfg.train), "seed": int(seed)},
+                          f"{STAGE}.train")  # fmt: skip
+    started = time.perf_counter()
+    with torch_threads(tcfg.threads):
+        seed_everything(tcfg.seed)
+        recipe = LMRecipe(kind, splits, vocab, cfg.model, tcfg)
+    result = fit(recipe, tcfg, out_dir, name=f"{kind} seed {seed}", log_metrics=log_fn)
+    with torch_threads(tcfg.threads):
+        load_best(result, recipe)
+        scores = {s: recipe.evaluate(s, result.precision) for s in ("dev", "test") if splits[s]}
+        if kind == "entitynlm":
+            for split, extra in importance_evaluation(recipe, cfg.evaluation,
+                                                      result.precision).items():  # fmt: skip
+                scores[split].update(extra)
+    train_tokens = sum(len(d.tokens) for d in splits["train"])
+    train_time = sum(r["train_time_s"] for r in result.history)
+    metrics = {
+        "model": kind, "seed": int(seed), **scores,
+        "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+        "vocab_size": len(vocab),
+        "documents": {s: len(d) for s, d in splits.items()},
+        "tokens": {s: sum(len(x.tokens) for x in d) for s, d in splits.items()},
+        "train_tokens_per_s": train_tokens * result.epochs_run / train_time if train_time else None,
+        "device": result.precision.describe(),
+        "wall_time_s": time.perf_counter() - started,
+    }  # fmt: skip
+    if log_fn is not None:
+        log_fn({f"final_{k}_{m}": v for k in ("dev", "test") for m, v in scores.get(k, {}).items()
+                if isinstance(v, int | float)}, None)  # fmt: skip
+    return jsonable(metrics)
+
+
+# --------------------------------------------------------------------------- the DVC stage
+
+
+def artifact_dir(kind: str, seed: int) -> Path:
+    return resolve_path(f"artifacts/{STAGE}") / kind / f"seed{seed}"
+
+
+def metrics_path(kind: str) -> Path:
+    return resolve_path(f"metrics/{STAGE}") / f"{kind}.json"
+
+
+def train_seed(kind: str, seed: int, data, cfg: TrainEntityNLMSettings, *, track: bool = True):
+    """One seed of one model under its MLflow run; metrics.json beside its checkpoints."""
+    splits, vocab = data
+    out_dir = artifact_dir(kind, seed)
+    dataset = "+".join(cfg.runs)
+    run_params = {"model": settings_to_dict(cfg.model), "train": settings_to_dict(cfg.train),
+                  "evaluation": settings_to_dict(cfg.evaluation), "runs": list(cfg.runs),
+                  "vocab_size": len(vocab),
+                  "documents": {s: len(d) for s, d in splits.items()}}  # fmt: skip
+    if track:
+        with tracked_run(STAGE, kind, dataset=dataset, seed=int(seed), run_params=run_params):
+            metrics = train_and_evaluate(kind, splits, vocab, cfg, seed, out_dir,
+                                         log_fn=log_metrics)  # fmt: skip
+    else:
+        metrics = train_and_evaluate(kind, splits, vocab, cfg, seed, out_dir)
+    metrics["dataset"] = dataset
+    storage.write_metrics(out_dir / "metrics.json", metrics)
+    return metrics
+
+
+def _headline(r: Mapping[str, Any], split: str) -> float | None:
+    """The Table 1 number: EntityNLM's importance-sampled perplexity (mean over sampling
+    seeds), the RNNLM's exact perplexity."""
+    scores = r.get(split) or {}
+    if r["model"] == "entitynlm":
+        return (scores.get("is_ppl") or {}).get("mean")
+    return scores.get("ppl")
+
+
+def summarize(kind: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """metrics/train_entitynlm/<model>.json: headline dev/test perplexity (mean over training
+    seeds), the seed with the best dev selection value, and each seed's numbers."""
+    if not results:
+        raise CorefreproError(f"{kind}: no seed was trained")
+    key = "joint_ppl" if kind == "entitynlm" else "ppl"
+    chosen = min(results, key=lambda r: (r["dev"][key], r["seed"]))
+
+    def over_seeds(split):
+        values = [v for v in (_headline(r, split) for r in results) if v is not None]
+        return _spread(values) if values else None
+
+    out = {
+        "model": kind, "dataset": chosen.get("dataset"), "seeds": len(results),
+        "vocab_size": chosen["vocab_size"], "documents": chosen["documents"],
+        "tokens": chosen["tokens"],
+        "dev_ppl": over_seeds("dev"), "test_ppl": over_seeds("test"),
+        "selected_seed": chosen["seed"],
+        "selected": {"dev": chosen["dev"], "test": chosen.get("test")},
+        "epochs_run": chosen["epochs_run"], "best_epoch": chosen["best_epoch"],
+        "train_tokens_per_s": chosen["train_tokens_per_s"], "device": chosen["device"],
+        "wall_time_s": sum(r.get("wall_time_s") or 0.0 for r in results),
+        "per_seed": {str(r["seed"]): {"dev_ppl": _headline(r, "dev"),
+                                      "test_ppl": _headline(r, "test"),
+                                      "best_epoch": r["best_epoch"]} for r in results},
+    }  # fmt: skip
+    return jsonable(out)

@@ -1,0 +1,68 @@
+"""Tiny documents, random models and the exact enumeration of (R, E, L) for the EntityNLM tests."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from models.entitynlm.data import Batch, Document, Vocab, collate
+from models.entitynlm.model import EntityNLM, EntityNLMConfig
+
+
+def random_model(vocab_size=5, *, proposal=False, bidirectional=True, l_max=3, seed=0, scale=1.0):
+    """A random model in eval mode; `scale` spreads the weights so its distributions are far
+    from uniform (a test of the estimator on a non-trivial P and Q)."""
+    torch.manual_seed(seed)
+    cfg = EntityNLMConfig(vocab_size=vocab_size, embed_dim=6, hidden_size=8, l_max=l_max,
+                          proposal=proposal, bidirectional=bidirectional)  # fmt: skip
+    model = EntityNLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(scale)
+        model.w_dist.weight.normal_(0, scale)
+    return model.eval()
+
+
+def doc(tokens, annotation, doc_id="d"):
+    """Document from words and a list of (R, E, L) per word."""
+    return Document(doc_id, "test", list(tokens), [bool(a[0]) for a in annotation],
+                    [a[1] for a in annotation], [a[2] for a in annotation])  # fmt: skip
+
+
+def configurations(length: int, l_max: int):
+    """Every (R, E, L) sequence of `length` words the generative story allows (§2.2), a
+    mention possibly running past the last word (prefix semantics)."""
+
+    def extend(prefix, prev_rem, prev_ent, n_ent):
+        if len(prefix) == length:
+            yield prefix
+            return
+        if prev_rem > 1:
+            yield from extend([*prefix, (1, prev_ent, prev_rem - 1)], prev_rem - 1, prev_ent,
+                              n_ent)  # fmt: skip
+            return
+        yield from extend([*prefix, (0, -1, 0)], 0, -1, n_ent)
+        for e in range(n_ent + 1):
+            for ell in range(1, l_max + 1):
+                yield from extend([*prefix, (1, e, ell)], ell, e, max(n_ent, e + 1))
+
+    yield from extend([], 0, -1, 0)
+
+
+def vocab_of(size: int) -> Vocab:
+    return Vocab(["<pad>", "unk", *[f"w{i}" for i in range(size - 2)]])
+
+
+def enumeration_batch(word_ids, l_max) -> tuple[Batch, list]:
+    """One row per configuration of the words `word_ids` (ids, not strings)."""
+    vocab = vocab_of(max(word_ids) + 1 if max(word_ids) >= 2 else 2)
+    configs = list(configurations(len(word_ids), l_max))
+    docs = [doc([vocab.words[i] for i in word_ids], c, f"c{k}") for k, c in enumerate(configs)]
+    batch = collate(docs, vocab)
+    batch.tokens = torch.tensor([list(word_ids)] * len(configs))  # ids 0/1 kept as is
+    return batch, configs
+
+
+def all_word_sequences(vocab_size: int, length: int):
+    return list(itertools.product(range(vocab_size), repeat=length))

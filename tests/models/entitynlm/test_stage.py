@@ -1,0 +1,39 @@
+"""Stage smoke test: train_entitynlm on tiny embedded-style views, both models, metrics out."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.entitynlm import train
+from models.entitynlm.data import Vocab
+from tests.models.entitynlm.helpers import doc
+
+
+def _splits():
+    ann = [(1, 0, 2), (1, 0, 1), (0, -1, 0), (1, 1, 1), (1, 0, 1), (0, -1, 0), (1, 1, 1)]
+    words = ["the", "cat", "saw", "him", "it", "ran", "he"]
+    make = lambda split, k: doc(words, ann, f"run/{split}{k}")  # noqa: E731
+    splits = {s: [make(s, k) for k in range(n)] for s, n in (("train", 6), ("dev", 2), ("test", 2))}
+    for s, docs in splits.items():
+        for d in docs:
+            d.split = s
+    return splits
+
+
+@pytest.mark.slow
+def test_stage_trains_both_models_and_reports_perplexities(tmp_path, monkeypatch):
+    monkeypatch.setattr(train, "artifact_dir", lambda kind, seed: tmp_path / kind / f"s{seed}")
+    splits = _splits()
+    vocab = Vocab.build(splits["train"])
+    cfg = train.TrainEntityNLMSettings(
+        model=train.ModelSettings(embed_dim=8, hidden_size=8, l_max=3, min_count=1),
+        train=train.TrainSettings(epochs=2, batch_tokens=64, threads=1, device="cpu"),
+        evaluation=train.EvalSettings(samples=10, sampling_seeds=[1, 2]),
+    )
+    results = {k: train.train_seed(k, 1, (splits, vocab), cfg, track=False) for k in train.MODELS}
+    enlm, rnn = (train.summarize(k, [results[k]]) for k in train.MODELS)
+    assert enlm["vocab_size"] == rnn["vocab_size"] == len(vocab)
+    assert enlm["test_ppl"]["mean"] > 1 and rnn["test_ppl"]["mean"] > 1
+    assert enlm["selected"]["test"]["is_ppl"]["n"] == 2
+    assert enlm["selected"]["dev"]["joint_ppl"] > enlm["dev_ppl"]["mean"] * 0.5
+    assert (tmp_path / "entitynlm" / "s1" / "best.pt").is_file()
