@@ -82,6 +82,7 @@ class Plan:
 def plan(run: str) -> Plan:
     entry = run_settings(run)
     corpus, name = entry["corpus"], entry["annotator"]
+    annotators.check(name, annotator_settings(run))  # typos and factories refused up front
     source = docs_dir(corpus)
     tables = [source / f"{kind}.parquet" for kind in (DOCUMENTS, ITEMS, MENTIONS)]
     for t in tables:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import check_write_target
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS, SCHEMAS
 
 PARQUET_OPTIONS: dict[str, Any] = {
@@ -35,8 +36,9 @@ PARQUET_OPTIONS: dict[str, Any] = {
 
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to *target*; rename it onto *target* on success only."""
-    target = Path(target)
+    """Yield a temporary path next to *target*; rename it onto *target* on success only.
+    A target outside the data roots (tasks.core.layout.write_roots) is refused."""
+    target = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
@@ -51,8 +53,10 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary directory that replaces *target* as a whole on success only."""
-    target = Path(target)
+    """Yield a temporary directory that replaces *target* as a whole on success only.
+    A target outside the data roots (tasks.core.layout.write_roots) is refused: the old
+    directory is deleted, so a name with "../" must never get here."""
+    target = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:

@@ -98,3 +98,35 @@ def test_mentions_must_lie_inside_documents():
     out = storage.to_table(MENTIONS, [dict(MENTIONS_ROWS[0], end=7)])
     with pytest.raises(CorefreproError, match="beyond document d/1"):
         storage.check_mentions_in_range(docs, out)
+
+
+@pytest.mark.parametrize("escape", ["../outside", "/abs/outside"])
+def test_atomic_dir_refuses_a_target_outside_the_data_roots(tmp_path, monkeypatch, escape):
+    """Issue #14.3: atomic_dir deletes the old target; a name with ../ (or an absolute one)
+    must never make it delete a directory outside the data roots."""
+    root = tmp_path / "root"
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    monkeypatch.setenv("COREFREPRO_WRITE_ROOTS", str(root))
+    target = root / escape if escape.startswith("..") else victim
+    refused = pytest.raises(CorefreproError, match="refusing to write outside the data roots")
+    with refused, storage.atomic_dir(target) as tmp:
+        (tmp / "x").write_text("x")
+    with pytest.raises(CorefreproError, match="refusing to write outside the data roots"):
+        storage.write_json(root / "../outside/keep.txt", {})
+    assert (victim / "keep.txt").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"]
+
+
+def test_atomic_dir_writes_inside_the_roots(tmp_path, monkeypatch):
+    monkeypatch.setenv("COREFREPRO_WRITE_ROOTS", str(tmp_path))
+    with storage.atomic_dir(tmp_path / "a" / "b") as tmp:
+        (tmp / "x").write_text("x")
+    assert (tmp_path / "a" / "b" / "x").read_text() == "x"
+    # the root itself is no target either
+    with (
+        pytest.raises(CorefreproError, match="outside the data roots"),
+        storage.atomic_dir(tmp_path),
+    ):
+        pass
