@@ -91,7 +91,10 @@ def plan(run: str) -> Plan:
                 f"{t}: missing; run `dvc repro normalize@{corpus}` (or `derive@{corpus}` for a "
                 f"derived corpus) first"
             )
-    doc_ids = pq.read_table(tables[0], columns=["doc_id"]).column("doc_id").to_pylist()
+    docs = storage.read_table(tables[0], columns=["doc_id"])
+    for t in tables[1:]:  # items and gold mentions of another corpus would match nothing
+        storage.check_same_documents(docs, tables[0], storage.read_table(t, columns=["doc_id"]), t)
+    doc_ids = docs.column("doc_id").to_pylist()
     size = int(settings().get("shard_size", 200))
     if size < 1:
         raise CorefreproError("params.yaml: annotate.shard_size must be >= 1")
@@ -215,6 +218,9 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     gold = storage.read_table(source / f"{MENTIONS}.parquet", MENTIONS)
     gold = gold.filter(pc.equal(gold.column("annotator"), "gold"))
     docs = storage.read_table(source / f"{DOCUMENTS}.parquet", DOCUMENTS)
+    storage.check_same_documents(
+        docs, source / f"{DOCUMENTS}.parquet", gold, source / f"{MENTIONS}.parquet"
+    )
     split = settings().get("score_split", "dev")
     ids = [
         d
@@ -226,7 +232,11 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     metrics: dict[str, Any] = {k: v for k, v in report.items() if k != "validation"}
     metrics["validation"] = report["validation"]
     if gold.num_rows and ids and entry["annotator"] != "gold":
-        predicted = storage.read_table(mentions_dir(run) / f"{MENTIONS}.parquet", MENTIONS)
+        predicted_path = mentions_dir(run) / f"{MENTIONS}.parquet"
+        predicted = storage.read_table(predicted_path, MENTIONS)
+        storage.check_same_documents(
+            docs, source / f"{DOCUMENTS}.parquet", predicted, predicted_path
+        )
         scores = score_mention_tables(gold, predicted, documents=ids)
         metrics[split] = {k: round(v, 6) for k, v in as_metrics(scores).items()}
         metrics[split]["documents"] = len(ids)

@@ -155,6 +155,22 @@ def check_mentions_in_range(documents: pa.Table, mentions: pa.Table) -> None:
             )
 
 
+def check_same_documents(
+    documents: pa.Table, docs_path: str | Path, table: pa.Table, table_path: str | Path
+) -> None:
+    """Every doc_id of `table` (mentions, query mentions, items) is in `documents`: a table
+    of another corpus (a stale or swapped file) would otherwise join to nothing and a stage
+    would write empty results and exit 0."""
+    known = set(documents.column("doc_id").to_pylist())
+    ids = table.column("doc_id").unique().to_pylist()
+    stray = [d for d in ids if d not in known]
+    if stray:
+        raise CorefreproError(
+            f"{table_path}: {len(stray)} of {len(ids)} documents are not in {docs_path} "
+            f"(first: {stray[0]!r}); a table of another corpus? rerun the stage that writes it"
+        )
+
+
 def write_table(
     path: str | Path,
     kind: str,
@@ -171,13 +187,26 @@ def write_table(
     return table
 
 
-def read_table(path: str | Path, kind: str | None = None) -> pa.Table:
+def read_table(
+    path: str | Path, kind: str | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """Read one table (checked against its schema when `kind` is given). A missing,
+    truncated or corrupt file is one error line naming the file, not a pyarrow traceback."""
     path = Path(path)
     if not path.exists():
         raise CorefreproError(
             f"{path}: not found (run the stage that produces it, e.g. `dvc repro`)"
         )
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CorefreproError(
+            f"{path}: not a readable Parquet file ({reason}); it is truncated or corrupt: "
+            "delete it and rerun the stage that writes it (`dvc repro -f <stage>`)"
+        ) from None
+    if columns is not None:
+        return table
     if kind is not None:
         schema = SCHEMAS[kind]
         if not table.schema.equals(schema, check_metadata=False):
@@ -192,6 +221,7 @@ __all__ = [
     "atomic_dir",
     "atomic_path",
     "check_mentions_in_range",
+    "check_same_documents",
     "read_table",
     "to_table",
     "validate",
