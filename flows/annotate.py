@@ -19,6 +19,7 @@ import time
 
 from flows.runtime import Runner, flow, run_cli, task
 from tasks.annotation import stage
+from tasks.core.progress import Progress
 
 log = logging.getLogger("corefrepro.annotate")
 
@@ -50,36 +51,24 @@ def annotate(run: str) -> dict:
         _runner(run).workers,
     )
     started = time.perf_counter()
-    done = {"docs": 0, "shards": 0}
+    bar = Progress(f"annotate@{run}", total, "docs", logger=log)
 
     def progress(i: int, result: dict) -> None:
-        done["docs"] += result["documents"]
-        done["shards"] += 1
-        rate = done["docs"] / max(time.perf_counter() - started, 1e-9)
-        log.info(
-            "%s: %d/%d shards done (shard %d; %d/%d documents, %.1f docs/s)%s",
-            run,
-            done["shards"],
-            len(plan.shards),
-            i,
-            done["docs"],
-            total,
-            rate,
-            " [reused from cache]" if result["cached"] else "",
-        )
+        bar.update(result["documents"], f" [shard {i} reused]" if result["cached"] else "")
 
-    results = annotate_shard.map_kwargs(
-        [
-            {
-                "run": run,
-                "shard": s["index"],
-                "doc_ids": s["doc_ids"],
-                "fingerprint": plan.fingerprint,
-            }
-            for s in plan.shards
-        ],
-        on_done=progress,
-    )
+    with bar:
+        results = annotate_shard.map_kwargs(
+            [
+                {
+                    "run": run,
+                    "shard": s["index"],
+                    "doc_ids": s["doc_ids"],
+                    "fingerprint": plan.fingerprint,
+                }
+                for s in plan.shards
+            ],
+            on_done=progress,
+        )
     elapsed = time.perf_counter() - started
     report = stage.merge_shards(plan, results, elapsed)
     return score_run(run, report)

@@ -22,7 +22,7 @@ derive_task = task(derive.derive_corpus, name="derive-corpus")
 @flow(name="derive")
 def derive_flow(corpus: str) -> dict:
     metrics = derive_task(corpus)
-    storage.write_json(resolve_path(f"metrics/corpora/{corpus}.json"), metrics)
+    storage.write_metrics(resolve_path(f"metrics/corpora/{corpus}.json"), metrics)
     return metrics
 
 

@@ -40,7 +40,7 @@ def log_stats(corpus: str, metrics: dict, metrics_path: str) -> None:
 def stats(corpus: str) -> dict:
     metrics, plot = compute_stats(corpus)
     metrics_path = resolve_path(f"metrics/corpora/{corpus}.json")
-    storage.write_json(metrics_path, metrics)
+    storage.write_metrics(metrics_path, metrics)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=["doc_tokens", "documents"], lineterminator="\n")
     writer.writeheader()

@@ -18,7 +18,7 @@ import logging
 from flows.runtime import flow, run_cli, task
 from models.coref import train as stage
 from models.coref.data import load_splits
-from tasks.core.storage import write_json
+from tasks.core.storage import write_metrics
 
 log = logging.getLogger("corefrepro.train_coref")
 
@@ -39,7 +39,7 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
     results = [train_seed(encoder, s, splits, cfg) for s in seeds]
     summary = stage.summarize(encoder, results)
-    write_json(stage.metrics_path(encoder), summary)
+    write_metrics(stage.metrics_path(encoder), summary)
     return summary
 
 

@@ -41,6 +41,7 @@ import torch
 from models.coref.data import CorefDocument, CorefVocab, tensorize
 from models.coref.model import CorefModel, CorefOutput
 from tasks.core.errors import CorefreproError
+from tasks.core.progress import Progress
 from tasks.core.schema import KBEST, KBEST_SCHEMA
 from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
 
@@ -190,7 +191,7 @@ def kbest_for_documents(
 # --------------------------------------------------------------------------- the DVC stage
 # params.yaml kbest: corpora (the dvc.yaml foreach), encoder + seed (which checkpoint), k,
 # splits, device and threads (scores differ in the last bits with them), and settings that do
-# not change the output (encode_window, pair_chunk: memory; log_every).
+# not change the output (encode_window, pair_chunk: memory; log_every_s).
 
 
 @dataclass
@@ -206,10 +207,10 @@ class KbestSettings:
     threads: int | None = 1  # torch intra-op threads (None: torch's default); last bits vary
     encode_window: int = 64  # sentences per encoder window (memory only)
     pair_chunk: int = 256  # spans per antecedent-scoring chunk (memory only)
-    log_every: int = 100  # a progress line every N documents
+    log_every_s: float = 30.0  # in logs, a progress line (rate, ETA) every N seconds
 
     def validate(self, path: str) -> None:
-        bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}" for k in ("k", "log_every")
+        bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}" for k in ("k",)
                if getattr(self, k) < 1]  # fmt: skip
         if self.splits is not None and not self.splits:
             bad.append(f"{path}.splits: an empty list selects nothing (null = every document)")
@@ -243,7 +244,7 @@ def metrics_path(corpus: str) -> Path:
 
 
 def _checked(cfg: Mapping[str, Any]) -> tuple[int, list[str] | None, int]:
-    return int(cfg["k"]), cfg["splits"], int(cfg["log_every"])
+    return int(cfg["k"]), cfg["splits"], float(cfg["log_every_s"])
 
 
 def export_corpus(corpus: str) -> dict[str, Any]:
@@ -286,15 +287,15 @@ def export_corpus(corpus: str) -> dict[str, Any]:
     )  # fmt: skip
     started = time.perf_counter()
     distinct: list[int] = []
+    bar = Progress(f"kbest@{corpus}", len(docs), "docs", every_s=every, logger=log)
 
     def progress(count: int, trees: list[Tree]) -> None:
         distinct.append(sum(not t.padded for t in trees))
-        if count % every == 0 or count == len(docs):
-            seconds = time.perf_counter() - started
-            log.info("%s: %d/%d documents (%.1f docs/s)", corpus, count, len(docs), count / seconds)
+        bar.update()
 
     try:
-        table = kbest_for_documents(model, vocab, docs, k, device, on_document=progress)
+        with bar:
+            table = kbest_for_documents(model, vocab, docs, k, device, on_document=progress)
     finally:
         torch.set_num_threads(threads_before)
     seconds = time.perf_counter() - started
@@ -322,7 +323,7 @@ def export_corpus(corpus: str) -> dict[str, Any]:
         "docs_per_s": round(len(docs) / seconds, 2) if seconds > 0 else None,
         "device": str(device),
     }
-    storage.write_json(metrics_path(corpus), metrics)
+    storage.write_metrics(metrics_path(corpus), metrics)
     log.info(
         "%s: %d trees (%.1f distinct per document) in %.1fs",
         corpus, table.num_rows, metrics["distinct_trees_per_doc"], seconds,

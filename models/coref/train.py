@@ -477,7 +477,7 @@ def train_seed(
             recorded = ("embeddings", "embeddings_source", "device")
             log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
     metrics["dataset"] = dataset
-    storage.write_json(out_dir / "metrics.json", metrics)
+    storage.write_metrics(out_dir / "metrics.json", metrics)
     return metrics
 
 
@@ -499,19 +499,20 @@ def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, A
         "encoder": encoder,
         "dataset": chosen.get("dataset"),
         "seeds": len(results),
+        "device": chosen.get("device"),
         "embeddings": chosen.get("embeddings"),
         "dev": {k: spread("dev", k) for k in keys},
         "test": {k: spread("test", k) for k in keys},
         "selected_seed": chosen["seed"],
         "selected": {"dev": chosen["dev"], "test": chosen["test"]},
-        "wall_time_s": sum(r["wall_time_s"] for r in results),
+        "wall_time_s": sum(r.get("wall_time_s") or 0.0 for r in results),
         "per_seed": {
             str(r["seed"]): {
                 "dev_conll_f1": r["dev"]["conll_f1"],
                 "test_conll_f1": (r["test"] or {}).get("conll_f1"),
                 "best_epoch": r["best_epoch"],
                 "epochs_run": r["epochs_run"],
-                "wall_time_s": r["wall_time_s"],
+                "wall_time_s": r.get("wall_time_s"),
             }
             for r in results
         },

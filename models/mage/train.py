@@ -599,7 +599,7 @@ def train_seed(
     metrics["settings_fingerprint"] = settings_fingerprint(
         sha256_of(graphs), labels, model_cfg, train_cfg
     )
-    storage.write_json(Path(out_dir) / SEED_METRICS, jsonable(metrics))
+    storage.write_metrics(Path(out_dir) / SEED_METRICS, jsonable(metrics))
     return metrics
 
 
@@ -670,14 +670,16 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         "best_epoch": chosen["best_epoch"],
         "epochs_run": chosen["epochs_run"],
         "seeds": len(results),
+        "device": chosen.get("device"),
         "test_error_mean": float(np.mean(errors)) if errors else None,
         "test_error_std": float(np.std(errors)) if errors else None,
-        "wall_time_s": round(sum(m["wall_time_s"] for m in results), 2),
+        # timings go to logs/timings (storage.write_metrics); collected seeds have none
+        "wall_time_s": round(sum(m.get("wall_time_s") or 0.0 for m in results), 2),
         **{k: chosen[k] for k in ("subsets", "split_notes") if chosen.get(k)},
         "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
     out = jsonable(out)
-    storage.write_json(metrics_path(model, task), out)
+    storage.write_metrics(metrics_path(model, task), out)
     return out
 
 

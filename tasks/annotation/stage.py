@@ -247,7 +247,7 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
             split,
             100 * metrics[split]["conll_f1"],
         )
-    storage.write_json(resolve_path(f"metrics/annotate/{run}.json"), metrics)
+    storage.write_metrics(resolve_path(f"metrics/annotate/{run}.json"), metrics)
     import mlflow
 
     with tracked_run(

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tasks.core import config
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_write_target
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS, SCHEMAS
@@ -82,6 +83,54 @@ def write_text(path: str | Path, text: str) -> None:
 def write_json(path: str | Path, obj: Any) -> None:
     """Deterministic JSON (sorted keys) written atomically: DVC metrics and sidecars."""
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+# Wall-clock figures differ on every run. Kept in DVC metrics or outputs they would make a
+# rerun with identical results dirty git and dvc.lock, so they live beside the run instead:
+# MLflow has them, and logs/timings/ (untracked) keeps the last run's per output file.
+TIMING_KEYS = frozenset(
+    {"wall_time_s", "train_time_s", "epoch_time_s", "sec_per_epoch", "seconds", "docs_per_s"}
+)
+TIMINGS_DIR = Path("logs") / "timings"
+
+
+def split_timings(obj: Any) -> tuple[Any, Any]:
+    """(obj without TIMING_KEYS at any depth, the timings alone in the same nesting or None)."""
+    if isinstance(obj, Mapping):
+        kept: dict[str, Any] = {}
+        timings: dict[str, Any] = {}
+        for key, value in obj.items():
+            if key in TIMING_KEYS:
+                timings[key] = value
+                continue
+            kept[key], inner = split_timings(value)
+            if inner:
+                timings[key] = inner
+        return kept, timings or None
+    if isinstance(obj, list):
+        parts = [split_timings(value) for value in obj]
+        timings = [t for _, t in parts]
+        return [k for k, _ in parts], timings if any(timings) else None
+    return obj, None
+
+
+def timings_path(path: str | Path) -> Path:
+    """logs/timings/<path relative to the repository>: where `path`'s wall-clock figures go."""
+    target = Path(path).resolve()
+    root = config.REPO_ROOT.resolve()  # read at call time: tests point it elsewhere
+    rel = target.relative_to(root) if target.is_relative_to(root) else Path(target.name)
+    return root / TIMINGS_DIR / rel
+
+
+def write_metrics(path: str | Path, metrics: Any) -> Any:
+    """DVC metrics (or any tracked JSON) without wall-clock figures, which go to
+    timings_path(path): a rerun with identical results rewrites identical bytes. Returns the
+    timings written (None if there were none)."""
+    kept, timings = split_timings(metrics)
+    write_json(path, kept)
+    if timings:
+        write_json(timings_path(path), timings)
+    return timings
 
 
 def to_table(kind: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> pa.Table:
@@ -226,6 +275,10 @@ __all__ = [
     "to_table",
     "validate",
     "write_json",
+    "write_metrics",
+    "split_timings",
+    "timings_path",
+    "TIMING_KEYS",
     "write_table",
     "write_text",
 ]

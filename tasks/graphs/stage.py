@@ -107,7 +107,7 @@ def _log_dropped(run: str, name: str, stats: Mapping[str, Any]) -> None:
 
 def _write(run: str, stage: str, kind: str, rows: Any, meta: Mapping, report: dict) -> dict:
     storage.write_table(table_path(run, stage), kind, rows, meta)
-    storage.write_json(resolve_path(f"metrics/{stage}/{run}.json"), report)
+    storage.write_metrics(resolve_path(f"metrics/{stage}/{run}.json"), report)
     return report
 
 

@@ -26,9 +26,11 @@ from tasks.core.errors import DataError
 from tasks.core.settings import parse_settings, settings_to_dict
 
 DASH = "—"
+PAPERS_LINK = "../../shared/papers"  # from reports/results.md: ../shared/papers of the checkout
 DEFAULTS: dict[str, Any] = {
     "paper_results": "tasks/report/paper_results.yaml",
     "metrics": {"mage": "metrics/train_mage", "coref": "metrics/train_coref"},
+    "artifacts": {"mage": "artifacts/train_mage", "coref": "artifacts/train_coref"},
     "output": "reports/results.md",
 }
 
@@ -43,12 +45,22 @@ class ReportMetrics:
 
 
 @dataclass
+class ReportArtifacts:
+    mage: str = DEFAULTS["artifacts"]["mage"]
+    coref: str = DEFAULTS["artifacts"]["coref"]
+
+
+@dataclass
 class ReportSettings:
     """params.yaml report."""
 
     paper_results: str = DEFAULTS["paper_results"]  # the papers' numbers + the row mapping
     metrics: ReportMetrics = field(default_factory=ReportMetrics)  # read whole; missing: "—"
+    artifacts: ReportArtifacts = field(default_factory=ReportArtifacts)  # history.json curves
+    annotation_metrics: str = "metrics/annotate"  # annotation quality figure
     output: str = DEFAULTS["output"]
+    figures: str = "plots/report"  # PNGs embedded in the report (DVC plots)
+    summary: str = "metrics/summary"  # <family>.json: the short DVC metrics
 
 
 def settings() -> dict[str, Any]:
@@ -70,12 +82,57 @@ class Family:
     render: (table, runs, papers, annotation) -> the lines of one paper table;
     render_rest: (all tables, runs, papers, annotation) -> lines after the tables (e.g. the
     runs no table claimed); none by default.
+    measured: (all tables, runs) -> one Measured per number we measured, for the report's
+    opening table, the ours-vs-paper figure and metrics/summary/<source>.json.
+    matches: (table, runs) -> whether any run fills a cell of that table (else it is folded).
     """
 
     source: str
     load: Callable[[Path], Any]
     render: Callable[[Mapping, Any, Mapping, str | None], list[str]]
     render_rest: Callable[[Sequence[Mapping], Any, Mapping, str | None], list[str]] = lambda *_: []
+    measured: Callable[[Sequence[Mapping], Any], list[Measured]] = lambda *_: []
+    matches: Callable[[Mapping, Any], bool] = lambda *_: True
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One number we measured, beside the paper's where a paper table prints it."""
+
+    family: str
+    table: str  # the paper table ("Table 1 (mage-babi)") or "no paper table"
+    what: str  # model / task, e.g. "`ga-mage16` qa2"
+    metric: str  # e.g. "test error %"
+    ours: float | None
+    paper: float | None
+    split: str  # "test", "test sample (200 items)", "dev"
+    data: str
+    seeds: int | None
+    budget: str  # epochs run
+    device: str
+    comparable: bool = True  # False: the paper measured other data (no delta is taken)
+
+    @property
+    def delta(self) -> float | None:
+        if self.ours is None or self.paper is None or not self.comparable:
+            return None
+        return self.ours - self.paper
+
+    def key(self) -> str:
+        return f"{self.what} {self.metric}".replace("`", "")
+
+
+def summary_metrics(rows: Sequence[Measured]) -> dict[str, Any]:
+    """metrics/summary/<family>.json: the DVC metrics of a family, short (ours, paper, delta)."""
+    return {
+        r.key(): {"ours": r.ours, "paper": r.paper, "delta": r.delta, "split": r.split}
+        for r in rows
+    }
+
+
+def fold(summary: str, lines: Sequence[str]) -> list[str]:
+    """Collapsed markdown (GitHub renders <details>): what was not measured stays one click away."""
+    return ["<details><summary>" + summary + "</summary>", "", *lines, "", "</details>", ""]
 
 
 # --------------------------------------------------------------------------- paper tables
@@ -291,10 +348,13 @@ def _table_heading(table: Mapping, papers: Mapping) -> list[str]:
         lines = [
             f"## {paper.get('short') or paper['cite']}, {table['table']} — {table['title']}",
             "",
-            f"Paper: {paper['cite']}, {table['table']}, as printed in papers/{paper['file']} "
-            f"(transcribed in tasks/report/paper_results.yaml, table `{table['id']}`).",
+            f"Paper: {paper['cite']}, {table['table']}, as printed in "
+            f"[{paper['file']}]({PAPERS_LINK}/{paper['file']}) (the papers folder beside the "
+            f"checkout; transcribed in tasks/report/paper_results.yaml, table `{table['id']}`).",
             "",
         ]
+    if table.get("command"):
+        lines += [f"Reproduce: {' '.join(str(table['command']).split())}", ""]
     if table.get("protocol"):
         lines += [f"Paper protocol: {table['protocol']}", ""]
     if table.get("note"):

@@ -10,7 +10,7 @@ the file's "encoder" key, not its name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from tasks.core.errors import DataError
 from tasks.report.common import (
     DASH,
     Family,
+    Measured,
     Run,
     _display,
     _key,
@@ -184,4 +185,38 @@ def render(
     return render_coref(table, coref, papers)
 
 
-FAMILY = Family(source="coref", load=load_coref_runs, render=render)
+def measured(tables: Sequence[Mapping], coref: Mapping[str, Run]) -> list[Measured]:
+    """Per encoder: test CoNLL F1 (mean over seeds, %) beside the paper's Avg F1."""
+    table = next((t for t in tables if t["kind"] == "coref"), None)
+    paper = {r["model"]: r["values"] for r in (table or {}).get("rows", []) if r.get("model")}
+    out = []
+    for encoder in sorted(coref):
+        m = coref[encoder].metrics
+        ours = metric(m, "test.conll_f1.mean")
+        epochs = [s.get("epochs_run") for s in (m.get("per_seed") or {}).values()]
+        out.append(
+            Measured(
+                family="coref",
+                table=f"{table['table']} ({table['id']})" if table else "no paper table",
+                what=f"`{encoder}`",
+                metric="test CoNLL F1 % (mean over seeds)",
+                ours=None if ours is None else round(100 * ours, 1),
+                paper=paper.get(encoder, {}).get("avg_f1"),
+                split="test",
+                data=str(m.get("dataset") or DASH),
+                seeds=m.get("seeds"),
+                budget=f"{max((e for e in epochs if e), default=DASH)} epochs",
+                device=str(m.get("device") or DASH),
+                comparable="ontonotes" in str(m.get("dataset") or ""),  # the paper's data
+            )
+        )
+    return out
+
+
+FAMILY = Family(
+    source="coref",
+    load=load_coref_runs,
+    render=render,
+    measured=measured,
+    matches=lambda table, coref: bool(coref),
+)

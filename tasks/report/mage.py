@@ -19,6 +19,7 @@ from tasks.core.errors import DataError
 from tasks.report.common import (
     DASH,
     Family,
+    Measured,
     Run,
     _display,
     _key,
@@ -27,6 +28,7 @@ from tasks.report.common import (
     _table_heading,
     cell,
     fmt,
+    fold,
     metric,
 )
 
@@ -257,7 +259,13 @@ def render_babi(
     )
     lines.append("")
     header = ["Task"] + [label for _, _, label in models]
-    lines += _md_table(header, _babi_cells(table, models, by_model) + summary)
+    cells = _babi_cells(table, models, by_model)
+    measured = [row for row in cells if any(not c.startswith(DASH) for c in row[1:])]
+    lines += _md_table(header, measured + summary)
+    if len(measured) < len(cells):
+        rest = [row for row in cells if row not in measured]
+        lines += [""] + fold(f"Paper numbers of the {len(rest)} tasks not measured here",
+                             _md_table(header, rest))  # fmt: skip
     lines.append("")
     lines.append(
         "The means and failed counts above are over the tasks we measured only; the paper's "
@@ -368,4 +376,56 @@ def render_unmatched(
     return render_runs(other, others, papers, annotation)
 
 
-FAMILY = Family(source="mage", load=load_mage_runs, render=render, render_rest=render_unmatched)
+def _paper_value(table: Mapping, run: Run) -> float | None:
+    """The paper's number for this run's cell: error % (babi) or test accuracy (accuracy)."""
+    rows = [r for r in table["rows"] if r.get("model") == run.model]
+    if not rows:
+        return None
+    if table["kind"] == "babi":
+        return rows[0]["values"].get(run.task)
+    for c in table.get("columns") or []:
+        if "test_acc" in c["metric"] and c["key"] in rows[0]["values"]:
+            return rows[0]["values"][c["key"]]
+    return None
+
+
+def measured(tables: Sequence[Mapping], runs: Sequence[Run]) -> list[Measured]:
+    """Per reader run: the selected seed's test error % (or accuracy, as the paper table prints
+    it) beside the paper's, with its data, seeds, epochs and device."""
+    out = []
+    for run in runs:
+        table = next((t for t in tables if t["kind"] != "runs" and _matches(t, run)), None)
+        m = run.metrics
+        accuracy = table is not None and table["kind"] == "accuracy"
+        ours = metric(m, "test_acc") if accuracy else metric(m, "test_error")
+        n = int(m.get("test_n") or 0)
+        out.append(
+            Measured(
+                family="mage",
+                table=f"{table['table']} ({table['id']})" if table else "no paper table",
+                what=f"`{run.model}` {run.task}",
+                metric="test acc" if accuracy else "test error %",
+                ours=None if ours is None else (ours if accuracy else round(100 * ours, 1)),
+                paper=_paper_value(table, run) if table else None,
+                split=f"test ({n} items{', a sample' if 0 < n <= SMALL_TEST * 2 else ''})",
+                data=str(m.get("dataset") or DASH),
+                seeds=m.get("seeds"),
+                budget=f"{m.get('epochs_run', DASH)} epochs (best {m.get('best_epoch', DASH)})",
+                device=str(m.get("device") or DASH),
+            )
+        )
+    return out
+
+
+def table_matches(table: Mapping, runs: Sequence[Run]) -> bool:
+    return any(_matches(table, r) for r in runs)
+
+
+FAMILY = Family(
+    source="mage",
+    load=load_mage_runs,
+    render=render,
+    render_rest=render_unmatched,
+    measured=measured,
+    matches=table_matches,
+)

@@ -38,7 +38,7 @@ from tasks.core.checkpoints import (
     pick_device,
     save_checkpoint,
 )
-from tasks.core.storage import write_json
+from tasks.core.storage import write_metrics
 
 log = logging.getLogger("corefrepro.training")
 
@@ -252,13 +252,13 @@ def _should_stop(state: LoopState, settings: LoopSettings, started: float, name:
     return False
 
 
-def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys=None) -> None:
+def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys, seconds) -> None:
     """One line per epoch: train loss (and accuracy), the recipe's log_keys of dev, time."""
     shown = [f"dev_{k}" for k in keys] if keys else [k for k in row if k.startswith("dev_")]
     devs = " ".join(f"{k[4:]} {row[k]:.4f}" for k in shown if k in row)
     acc = f" acc {row['train_acc']:.3f}" if "train_acc" in row else ""
     log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s%s", name, row["epoch"],
-             settings.epochs, row["train_loss"], acc, devs, row["epoch_time_s"],
+             settings.epochs, row["train_loss"], acc, devs, seconds,
              " *" if improved else "")  # fmt: skip
 
 
@@ -330,7 +330,7 @@ def fit(
             if settings.resume:
                 _save_last(out_dir / LAST, recipe, optimizer, scheduler, scaler, state, expected)
             state.stopped_early = _should_stop(state, settings, started, name)
-        write_json(out_dir / HISTORY, jsonable(state.history))
+        write_metrics(out_dir / HISTORY, jsonable(state.history))
     return Fit(
         history=state.history,
         best_epoch=state.best_epoch,
@@ -353,8 +353,7 @@ def _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings,
     train_time = time.perf_counter() - t0
     dev = recipe.evaluate("dev", precision)
     row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
-    row["train_time_s"] = train_time
-    row["epoch_time_s"] = time.perf_counter() - t0
+    timing = {"train_time_s": train_time, "epoch_time_s": time.perf_counter() - t0}
     key, patience_value = recipe.selection(dev)
     improved = _select(state, key, patience_value)
     if improved:
@@ -363,10 +362,12 @@ def _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings,
             dev=jsonable(dict(dev)), **recipe.checkpoint_info(),
         )  # fmt: skip
     row["best"] = improved
-    state.history.append(row)
+    state.history.append(row)  # no wall-clock figures: last.pt and history.json stay byte-stable
     if log_metrics is not None:
-        log_metrics({k: v for k, v in row.items() if k not in ("epoch", "best")}, state.epoch)
-    _log_epoch(name, settings, row, improved, getattr(recipe, "log_keys", None))
+        shown = {k: v for k, v in row.items() if k not in ("epoch", "best")}
+        log_metrics({**shown, **timing}, state.epoch)
+    _log_epoch(name, settings, row, improved, getattr(recipe, "log_keys", None),
+               timing["epoch_time_s"])  # fmt: skip
 
 
 def load_best(fit_result: Fit, recipe: Recipe) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tasks.core import storage
@@ -130,3 +132,30 @@ def test_atomic_dir_writes_inside_the_roots(tmp_path, monkeypatch):
         storage.atomic_dir(tmp_path),
     ):
         pass
+
+
+def test_write_metrics_keeps_wall_clock_figures_out_of_the_tracked_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage.config, "REPO_ROOT", tmp_path)
+    metrics = {
+        "documents": 3,
+        "seconds": 1.25,
+        "per_seed": {"1": {"dev_acc": 0.5, "wall_time_s": 9.0}, "2": {"dev_acc": 0.6}},
+        "epochs": [{"loss": 1.0, "epoch_time_s": 2.0}, {"loss": 0.5}],
+    }
+    path = tmp_path / "metrics" / "stage" / "item.json"
+    storage.write_metrics(path, metrics)
+    kept = json.loads(path.read_text())
+    assert kept == {
+        "documents": 3,
+        "per_seed": {"1": {"dev_acc": 0.5}, "2": {"dev_acc": 0.6}},
+        "epochs": [{"loss": 1.0}, {"loss": 0.5}],
+    }
+    timings = json.loads((tmp_path / "logs/timings/metrics/stage/item.json").read_text())
+    assert timings == {
+        "seconds": 1.25,
+        "per_seed": {"1": {"wall_time_s": 9.0}},
+        "epochs": [{"epoch_time_s": 2.0}, None],
+    }
+    before = path.read_bytes()
+    storage.write_metrics(path, {**metrics, "seconds": 7.5})  # a slower rerun, same results
+    assert path.read_bytes() == before

@@ -102,12 +102,23 @@ def metrics(tmp_path):
     return {"mage": str(mage), "coref": str(coref)}
 
 
+def _outputs(tmp_path) -> dict:
+    """Figures, summaries and the inputs of the figures inside tmp_path (never the repo's)."""
+    return {
+        "figures": str(tmp_path / "out" / "figures"),
+        "summary": str(tmp_path / "out" / "summary"),
+        "artifacts": {"mage": str(tmp_path / "artifacts_mage"), "coref": str(tmp_path / "x")},
+        "annotation_metrics": str(tmp_path / "annotate"),
+    }
+
+
 def _build(tmp_path, metrics, name="results.md") -> str:
     cfg = {
         "paper_results": str(SPEC),
         "metrics": metrics,
         "output": str(tmp_path / "out" / name),
         "annotation": "babi-entity-id",
+        **_outputs(tmp_path),
     }
     return report.build(cfg).read_text(encoding="utf-8")
 
@@ -345,6 +356,7 @@ def test_flow_writes_the_report(tmp_path, metrics, monkeypatch):
         "metrics": metrics,
         "output": str(tmp_path / "flow.md"),
         "annotation": None,
+        **_outputs(tmp_path),
     }
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr(report, "settings", lambda: cfg)
@@ -362,3 +374,48 @@ def test_flow_names_a_missing_paper_file_in_one_error_line(tmp_path, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: ") and "nope.yaml" in err and "report.paper_results" in err
     assert not (tmp_path / "x.md").exists()
+
+
+# --------------------------------------------------------------------------- readability (#17.5)
+
+
+def test_report_opens_with_what_was_measured_beside_the_paper(tmp_path, metrics, spec):
+    text = _build(tmp_path, metrics)
+    glance = text.split("## At a glance: what this run measured", 1)[1].split("\n## ", 1)[0]
+    p1 = _row(spec, "mage-babi", "bigru")["values"]["qa1"]
+    row = _line(glance, "| mage | Table 1 (mage-babi) | `bigru` qa1 |")
+    assert f"| 12.50 | {p1:.2f} | {12.5 - p1:+.2f} |" in row
+    assert "| babi/qa1 | 3 |" in row  # data and seeds stated
+    # the synthetic run has no paper counterpart: no paper number, no delta
+    assert "| `bigru` syn2 | test error % | 50.00 | — | — |" in glance
+    assert text.index("## At a glance") < text.index("## Dhingra et al. (MAGE-GRU), Table 1")
+
+
+def test_unmeasured_tables_and_tasks_are_folded(tmp_path, metrics):
+    text = _build(tmp_path, metrics)
+    cnn = text.split("Table 5", 1)[1].split("\n## ", 1)[0]  # the CNN table: nothing measured
+    assert "<details><summary>Not measured in this run" in cnn
+    babi = text.split("Table 1 — bAbI 1k", 1)[1].split("\n## ", 1)[0]
+    shown = babi.split("<details>", 1)[0]
+    assert "| 1 (`qa1`)" in shown and "| 5 (`qa5`)" not in shown  # measured tasks lead
+    assert "Paper numbers of the 18 tasks not measured here" in babi
+    assert "](../../shared/papers/004_1c2a477946dedb62.txt)" in text  # paper path resolves
+
+
+def test_short_summary_metrics_and_figures_per_family(tmp_path, metrics):
+    history = [{"epoch": e, "train_loss": 1.0 / e, "dev_acc": 0.1 * e} for e in (1, 2, 3)]
+    _write(tmp_path / "artifacts_mage" / "bigru-qa1" / "seed1" / "history.json", history)
+    _write(tmp_path / "annotate" / "gum-gold.json", {"dev": {"conll_f1": 1.0, "muc_f1": 1.0}})
+    text = _build(tmp_path, metrics)
+    summary = json.loads((tmp_path / "out" / "summary" / "mage.json").read_text())
+    assert summary["bigru qa1 test error %"]["ours"] == 12.5
+    assert len(json.dumps(summary)) < 4000  # short: a handful of keys per run
+    coref = json.loads((tmp_path / "out" / "summary" / "coref.json").read_text())
+    assert coref["asl test CoNLL F1 % (mean over seeds)"]["delta"] is None  # not OntoNotes
+    figures = sorted(p.name for p in (tmp_path / "out" / "figures").glob("*.png"))
+    assert figures == ["annotation_quality.png", "learning_curves_mage.png", "ours_vs_paper.png"]
+    for name in figures:
+        assert f"figures/{name})" in text  # embedded in the report
+    before = {n: (tmp_path / "out" / "figures" / n).read_bytes() for n in figures}
+    _build(tmp_path, metrics)
+    assert before == {n: (tmp_path / "out" / "figures" / n).read_bytes() for n in figures}
