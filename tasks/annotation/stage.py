@@ -210,7 +210,7 @@ def merge_shards(p: Plan, results: list[dict[str, Any]], elapsed: float) -> dict
 
 def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     """Score against the corpus's gold mentions on dev documents; write DVC metrics + MLflow."""
-    from tasks.core.tracking import tracked_run
+    from tasks.core.tracking import log_metrics, tracked_run
     from tasks.evaluation.coref import as_metrics, score_mention_tables
 
     entry = run_settings(run)
@@ -248,8 +248,6 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
             100 * metrics[split]["conll_f1"],
         )
     storage.write_metrics(resolve_path(f"metrics/annotate/{run}.json"), metrics)
-    import mlflow
-
     with tracked_run(
         "annotate",
         run,
@@ -266,5 +264,5 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
         }
         if split in metrics:
             flat.update({f"{split}.{k}": float(v) for k, v in metrics[split].items()})
-        mlflow.log_metrics(flat)
+        log_metrics(flat)
     return metrics
