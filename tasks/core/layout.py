@@ -56,17 +56,31 @@ def write_roots() -> list[Path]:
     return [(REPO_ROOT / r).resolve() for r in DATA_ROOTS] + [p.resolve() for p in extra]
 
 
-def check_write_target(target: str | Path) -> Path:
-    """`target` resolved, if it lies strictly inside one of write_roots(); else an error."""
+# Under each write root: the temporaries of atomic writes. Outside every DVC output (outs
+# are data/raw/<corpus>, artifacts/<stage>/<item>, ...), so a temporary left by a killed
+# process is never committed with an output; gitignored.
+TEMP_DIR = ".tmp"
+
+
+def check_write_target(target: str | Path) -> tuple[Path, Path]:
+    """(`target` made absolute, the write root it lies strictly inside); an error if none."""
     resolved = Path(os.path.abspath(target))
     real = resolved.parent.resolve() / resolved.name  # symlinked parents count where they point
     roots = write_roots()
-    if not any(real != root and real.is_relative_to(root) for root in roots):
-        raise UnsafeNameError(
-            f"{target}: refusing to write outside the data roots "
-            f"({', '.join(str(r) for r in roots)}); set {WRITE_ROOTS_ENV} to allow another"
-        )
-    return resolved
+    for root in roots:
+        if real != root and real.is_relative_to(root) and real.parts[len(root.parts)] != TEMP_DIR:
+            return resolved, root
+    raise UnsafeNameError(
+        f"{target}: refusing to write outside the data roots "
+        f"({', '.join(str(r) for r in roots)}); set {WRITE_ROOTS_ENV} to allow another"
+    )
+
+
+def temp_dir(root: Path) -> Path:
+    """<root>/.tmp, created: where atomic writes under `root` stage their files."""
+    path = root / TEMP_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 RAW_ROOT = "data/raw"

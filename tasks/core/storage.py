@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from tasks.core import config
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import check_write_target
+from tasks.core.layout import check_write_target, temp_dir
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS, SCHEMAS
 
 PARQUET_OPTIONS: dict[str, Any] = {
@@ -37,11 +37,14 @@ PARQUET_OPTIONS: dict[str, Any] = {
 
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to *target*; rename it onto *target* on success only.
-    A target outside the data roots (tasks.core.layout.write_roots) is refused."""
-    target = check_write_target(target)
+    """Yield a temporary path; rename it onto *target* on success only.
+
+    A target outside the data roots (tasks.core.layout.write_roots) is refused. The temporary
+    lives in <root>/.tmp/, outside every DVC output: a process killed mid-write leaves no
+    `.<name>.*.tmp` inside an output directory for DVC to commit."""
+    target, root = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".tmp", dir=temp_dir(root))
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -55,17 +58,19 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 @contextlib.contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a temporary directory that replaces *target* as a whole on success only.
+
     A target outside the data roots (tasks.core.layout.write_roots) is refused: the old
-    directory is deleted, so a name with "../" must never get here."""
-    target = check_write_target(target)
+    directory is deleted, so a name with "../" must never get here. The temporary and the
+    replaced directory live in <root>/.tmp/, as for atomic_path."""
+    target, root = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    staging = temp_dir(root)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=staging))
     try:
         yield tmp
         if target.exists():
-            old = target.with_name(f".{target.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
+            old = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".old", dir=staging))
+            os.replace(target, old / target.name)
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
         else:

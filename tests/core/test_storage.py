@@ -159,3 +159,29 @@ def test_write_metrics_keeps_wall_clock_figures_out_of_the_tracked_file(tmp_path
     before = path.read_bytes()
     storage.write_metrics(path, {**metrics, "seconds": 7.5})  # a slower rerun, same results
     assert path.read_bytes() == before
+
+
+def test_a_write_killed_midway_leaves_nothing_inside_the_output(tmp_path):
+    """Issue #14.5: `.last.pt.*.tmp` files of a killed training landed inside
+    artifacts/<stage>/<item>/ (a DVC output) and were committed with it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    out = tmp_path / "artifacts" / "train" / "item"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from tasks.core import storage
+        storage.write_json({str(out / "metrics.json")!r}, {{"a": 1}})
+        with storage.atomic_path({str(out / "last.pt")!r}) as tmp:
+            tmp.write_bytes(b"half a checkpoint")
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    env = {"COREFREPRO_WRITE_ROOTS": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=storage.config.REPO_ROOT)
+    assert proc.returncode == -9
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json"]
+    (left,) = (tmp_path / ".tmp").iterdir()  # outside the output, gitignored
+    assert left.name.startswith("last.pt.") and left.name.endswith(".tmp")
