@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MODE_ENV = "COREFREPRO_ORCHESTRATION"
+# the interface every server the project starts listens on (the Dask scheduler and dashboard)
+BIND_HOST_ENV = "COREFREPRO_BIND_HOST"
 log = logging.getLogger("corefrepro")
 
 
@@ -240,9 +242,20 @@ class Runner:
             return ThreadPoolTaskRunner(max_workers=self.workers)
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(
-            cluster_kwargs={"n_workers": self.workers, "processes": True, "threads_per_worker": 1}
-        )
+        return DaskTaskRunner(cluster_kwargs=self.dask_cluster_kwargs())
+
+    def dask_cluster_kwargs(self) -> dict[str, Any]:
+        """LocalCluster settings: the scheduler and its dashboard on the loopback interface
+        (distributed's dashboard default ":8787" listens on every interface once bokeh is
+        installed); COREFREPRO_BIND_HOST=0.0.0.0 opts in to exposing them."""
+        host = os.environ.get(BIND_HOST_ENV, "127.0.0.1")
+        return {
+            "n_workers": self.workers,
+            "processes": True,
+            "threads_per_worker": 1,
+            "host": host,
+            "dashboard_address": f"{host}:0",  # a free port: lanes never collide
+        }
 
 
 CURRENT_RUNNER: contextvars.ContextVar[Runner] = contextvars.ContextVar(

@@ -68,7 +68,7 @@ def check_write_target(target: str | Path) -> tuple[Path, Path]:
     real = resolved.parent.resolve() / resolved.name  # symlinked parents count where they point
     roots = write_roots()
     for root in roots:
-        if real != root and real.is_relative_to(root) and real.parts[len(root.parts)] != TEMP_DIR:
+        if real != root and real.is_relative_to(root):
             return resolved, root
     raise UnsafeNameError(
         f"{target}: refusing to write outside the data roots "

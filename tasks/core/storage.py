@@ -210,17 +210,23 @@ def check_mentions_in_range(documents: pa.Table, mentions: pa.Table) -> None:
 
 
 def check_same_documents(
-    documents: pa.Table, docs_path: str | Path, table: pa.Table, table_path: str | Path
+    documents: pa.Table,
+    docs_path: str | Path,
+    table: pa.Table,
+    table_path: str | Path,
+    column: str = "doc_id",
 ) -> None:
-    """Every doc_id of `table` (mentions, query mentions, items) is in `documents`: a table
-    of another corpus (a stale or swapped file) would otherwise join to nothing and a stage
-    would write empty results and exit 0."""
-    known = set(documents.column("doc_id").to_pylist())
-    ids = table.column("doc_id").unique().to_pylist()
+    """Every `column` id of `table` (mentions, items: doc_id; query mentions: item_id against
+    the items table) is in `documents`' column of that name: a table of another corpus (a
+    stale or swapped file) would otherwise join to nothing, and a stage would write empty
+    results and exit 0."""
+    known = set(documents.column(column).to_pylist())
+    ids = table.column(column).unique().to_pylist()
     stray = [d for d in ids if d not in known]
     if stray:
+        what = "documents" if column == "doc_id" else f"{column} values"
         raise CorefreproError(
-            f"{table_path}: {len(stray)} of {len(ids)} documents are not in {docs_path} "
+            f"{table_path}: {len(stray)} of {len(ids)} {what} are not in {docs_path} "
             f"(first: {stray[0]!r}); a table of another corpus? rerun the stage that writes it"
         )
 

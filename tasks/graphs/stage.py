@@ -89,7 +89,11 @@ def _inputs(run: str, *, items: bool) -> dict[str, Any]:
         paths["query_mentions"] = (annotated / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS)
     for key, (path, kind) in paths.items():
         out[key] = storage.read_table(path, kind)
-        storage.check_same_documents(out["documents"], docs_path, out[key], path)
+        if key == "query_mentions":
+            items_path = paths["items"][0]
+            storage.check_same_documents(out["items"], items_path, out[key], path, "item_id")
+        else:
+            storage.check_same_documents(out["documents"], docs_path, out[key], path)
     return out
 
 
