@@ -10,22 +10,47 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from flows.runtime import Runner, flow, run_cli, task
 from tasks import corpora
 from tasks.core import fetch, layout, storage
 from tasks.core.config import mirror_setting, resolve_path
+from tasks.core.errors import MissingSourceError
 from tasks.corpora import ingest
 
 log = logging.getLogger("corefrepro.download")
 
+# retried only where a retry may help (fetch.retryable): a checksum mismatch or an absent
+# file fails at once
 fetch_file = task(
     fetch.fetch_source,
     name="fetch-file",
-    task_run_name="fetch@{corpus}/{source.relpath}",
     retries=3,
     retry_delay_seconds=5,
+    retry_if=fetch.retryable,
+    task_run_name="fetch@{corpus}/{source.relpath}",
 )
+
+
+def usable_mirror(
+    corpus: str, mirror: str | None, mirror_dir: str, network: bool, required: bool
+) -> str | None:
+    """The mirror, or None when it is a directory without this corpus's folder: said once
+    here (not once per file), and an error at once when the network is off too and some
+    file is required."""
+    if not mirror or "://" in mirror or (Path(mirror) / mirror_dir).is_dir():
+        return mirror
+    where = Path(mirror) / mirror_dir
+    absent = "does not exist" if not Path(mirror).is_dir() else f"has no {mirror_dir}/"
+    if not network and required:
+        raise MissingSourceError(
+            f"{corpus}: mirror {mirror} {absent} ({where}) and download.network is off; set "
+            "download.mirror or COREFREPRO_MIRROR to a directory holding "
+            f"{mirror_dir}/ (e.g. ../shared/data), or enable the network"
+        )
+    log.warning("%s: mirror %s %s (%s); not consulted", corpus, mirror, absent, where)
+    return None
 
 
 @task(name="generate-corpus", task_run_name="generate@{corpus}")
@@ -47,7 +72,11 @@ def download(corpus: str) -> dict[str, str]:
         if hasattr(module, "generate"):
             generate_corpus(corpus, tmp, corpus_cfg)
         sources = module.sources(corpus_cfg)
+        network = bool(shared.get("network", True))
+        required = any(not src.optional for src in sources)
         mirror = mirror_setting()
+        if sources:
+            mirror = usable_mirror(corpus, mirror, module.MIRROR_DIR, network, required)
         log.info(
             "%s: %d files (mirror: %s, network: %s)",
             corpus,

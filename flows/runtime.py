@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MODE_ENV = "COREFREPRO_ORCHESTRATION"
+# the interface every server the project starts listens on (the Dask scheduler and dashboard)
+BIND_HOST_ENV = "COREFREPRO_BIND_HOST"
 log = logging.getLogger("corefrepro")
 
 
@@ -77,21 +79,26 @@ class StageTask:
         retries: int = 0,
         retry_delay_seconds: float = 0.0,
         task_run_name: str | Callable[[], str] | None = None,
+        retry_if: Callable[[BaseException], bool] | None = None,
     ):
         self.fn = fn
         self.name = name or fn.__name__
         self.task_run_name = task_run_name  # Prefect template over the call's arguments
         self.retries = retries
         self.retry_delay_seconds = retry_delay_seconds
+        # which failures a retry may fix (None: all); a checksum mismatch or an absent file
+        # will not fix itself, and retrying it only delays the error line
+        self.retry_if = retry_if
         functools.update_wrapper(self, fn)
 
     def with_options(self, **options: Any) -> StageTask:
-        """A copy with other options (name, task_run_name, retries, retry_delay_seconds)."""
+        """A copy with other options (name, task_run_name, retries, retry_delay, retry_if)."""
         current = {
             "name": self.name,
             "task_run_name": self.task_run_name,
             "retries": self.retries,
             "retry_delay_seconds": self.retry_delay_seconds,
+            "retry_if": self.retry_if,
         }
         return StageTask(self.fn, **{**current, **options})
 
@@ -108,6 +115,7 @@ class StageTask:
             task_run_name=self.task_run_name,
             retries=self.retries,
             retry_delay_seconds=self.retry_delay_seconds,
+            retry_condition_fn=_prefect_retry_condition(self.retry_if),
         )
 
     def _call_local(self, *args: Any, **kwargs: Any) -> Any:
@@ -115,7 +123,7 @@ class StageTask:
             try:
                 return self.fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - same policy as Prefect's task retries
-                if attempt == self.retries:
+                if attempt == self.retries or (self.retry_if and not self.retry_if(exc)):
                     raise
                 log.warning(
                     "%s failed (%s: %s); retry %d/%d in %.0fs",
@@ -175,25 +183,50 @@ class StageTask:
                     self.name,
                     self.retries,
                     self.retry_delay_seconds,
+                    self.retry_if,
                     kw,
                 ): i
                 for i, kw in enumerate(calls)
             }
             for fut in as_completed(futures):
                 i = futures[fut]
-                results[i] = fut.result()
+                try:
+                    results[i] = fut.result()
+                except BaseException:
+                    # fail fast: the first error ends the map; calls not yet started never run
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
                 if on_done:
                     on_done(i, results[i])
         return results
 
 
 def _call_with_retries(
-    fn: Callable[..., Any], name: str, retries: int, delay: float, kwargs: dict[str, Any]
+    fn: Callable[..., Any],
+    name: str,
+    retries: int,
+    delay: float,
+    retry_if: Callable[[BaseException], bool] | None,
+    kwargs: dict[str, Any],
 ) -> Any:
     """Module-level (picklable) twin of StageTask._call_local for process pools."""
-    return StageTask(fn, name=name, retries=retries, retry_delay_seconds=delay)._call_local(
-        **kwargs
-    )
+    task_ = StageTask(fn, name=name, retries=retries, retry_delay_seconds=delay, retry_if=retry_if)
+    return task_._call_local(**kwargs)
+
+
+def _prefect_retry_condition(retry_if: Callable[[BaseException], bool] | None) -> Any:
+    """Prefect's retry_condition_fn(task, task_run, state) from a predicate on the exception."""
+    if retry_if is None:
+        return None
+
+    def condition(task: Any, task_run: Any, state: Any) -> bool:
+        try:
+            state.result()
+        except Exception as exc:  # noqa: BLE001 - the task's own failure
+            return retry_if(exc)
+        return True
+
+    return condition
 
 
 def task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -224,9 +257,20 @@ class Runner:
             return ThreadPoolTaskRunner(max_workers=self.workers)
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(
-            cluster_kwargs={"n_workers": self.workers, "processes": True, "threads_per_worker": 1}
-        )
+        return DaskTaskRunner(cluster_kwargs=self.dask_cluster_kwargs())
+
+    def dask_cluster_kwargs(self) -> dict[str, Any]:
+        """LocalCluster settings: the scheduler and its dashboard on the loopback interface
+        (distributed's dashboard default ":8787" listens on every interface once bokeh is
+        installed); COREFREPRO_BIND_HOST=0.0.0.0 opts in to exposing them."""
+        host = os.environ.get(BIND_HOST_ENV, "127.0.0.1")
+        return {
+            "n_workers": self.workers,
+            "processes": True,
+            "threads_per_worker": 1,
+            "host": host,
+            "dashboard_address": f"{host}:0",  # a free port: lanes never collide
+        }
 
 
 CURRENT_RUNNER: contextvars.ContextVar[Runner] = contextvars.ContextVar(

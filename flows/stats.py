@@ -15,7 +15,7 @@ from flows.runtime import flow, run_cli, task
 from tasks import corpora
 from tasks.core import layout, storage
 from tasks.core.config import resolve_path
-from tasks.core.tracking import tracked_run
+from tasks.core.tracking import log_file, log_metrics, tracked_run
 from tasks.corpora import ingest
 
 
@@ -26,14 +26,12 @@ def compute_stats(corpus: str) -> tuple[dict, list[dict]]:
 
 @task(name="log-stats", task_run_name="log-stats@{corpus}")
 def log_stats(corpus: str, metrics: dict, metrics_path: str) -> None:
-    import mlflow
-
     with tracked_run(
         "stats", corpus, dataset=corpus, run_params={"normalize": ingest.normalize_settings(corpus)}
     ):
         for split, values in metrics.items():
-            mlflow.log_metrics({f"{split}.{k}": float(v) for k, v in values.items()})
-        mlflow.log_artifact(metrics_path)
+            log_metrics({f"{split}.{k}": float(v) for k, v in values.items()})
+        log_file(metrics_path)
 
 
 @flow(name="stats")

@@ -160,3 +160,17 @@ def pytest_collection_modifyitems(config, items):
     if benches:
         config.hook.pytest_deselected(items=benches)
         items[:] = [item for item in items if not item.get_closest_marker("bench")]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _write_roots(tmp_path_factory):
+    """Tests write their tables under pytest's temporary folders: allow that root (the
+    storage layer refuses any target outside the repository's data roots otherwise).
+    Session-scoped so that module- and session-scoped fixtures get it too."""
+    old = os.environ.get("COREFREPRO_WRITE_ROOTS")
+    os.environ["COREFREPRO_WRITE_ROOTS"] = str(tmp_path_factory.getbasetemp())
+    yield
+    if old is None:
+        os.environ.pop("COREFREPRO_WRITE_ROOTS", None)
+    else:
+        os.environ["COREFREPRO_WRITE_ROOTS"] = old

@@ -43,7 +43,7 @@ from models.coref.model import CorefModel, CorefOutput
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import Progress
 from tasks.core.schema import KBEST, KBEST_SCHEMA
-from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
 
 log = logging.getLogger("corefrepro.kbest")
 
@@ -198,7 +198,7 @@ def kbest_for_documents(
 class KbestSettings:
     """params.yaml kbest, checked whole before any work."""
 
-    corpora: list[str] = field(default_factory=list)
+    corpora: list[Name] = field(default_factory=list)
     encoder: str = "asl"
     seed: int = 1
     k: int = 100  # Ji et al. (2017) §5.2: "In our experiments, k = 100"

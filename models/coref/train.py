@@ -59,7 +59,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import CheckpointMismatchError, jsonable, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
 from tasks.core.tracking import log_metrics, log_params, tracked_run
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import (
@@ -398,7 +398,7 @@ STAGE = "train_coref"
 class TrainCorefSettings:
     """params.yaml train_coref, checked whole before any training starts."""
 
-    corpora: list[str] = field(default_factory=lambda: list(DEFAULT_CORPORA))
+    corpora: list[Name] = field(default_factory=lambda: list(DEFAULT_CORPORA))
     drop_singletons: bool = True
     seeds: list[int] = field(default_factory=lambda: [1])
     model: dict[str, Any] = field(default_factory=dict)  # CorefModelSettings keys

@@ -63,7 +63,13 @@ from tasks.core.checkpoints import (
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
-from tasks.core.settings import ConfigError, override_settings, parse_settings, settings_to_dict
+from tasks.core.settings import (
+    ConfigError,
+    Name,
+    override_settings,
+    parse_settings,
+    settings_to_dict,
+)
 from tasks.core.tracking import log_dict, log_metrics, tracked_run
 from tasks.evaluation.qa import QAScore, subset_metrics
 from tasks.training.loop import (
@@ -464,7 +470,7 @@ class RunMatrix:
 class TrainMageSettings:
     """params.yaml train_mage, checked whole before any training starts."""
 
-    data: str = "synthetic-gold"  # data/graphs/<annotation run>/graphs.parquet
+    data: Name = "synthetic-gold"  # data/graphs/<annotation run>/graphs.parquet
     run: RunMatrix = field(default_factory=RunMatrix)
     model_defaults: dict[str, Any] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)

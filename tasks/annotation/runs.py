@@ -9,14 +9,14 @@ from typing import Any, Literal
 
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
 
 
 @dataclass
 class RunEntry:
     """One annotation run: a corpus, an annotator, and settings over the annotator's own."""
 
-    corpus: str
+    corpus: Name
     annotator: str
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -33,8 +33,8 @@ class AnnotateSettings:
     cache_dir: str = "data/cache/annotate"  # finished shards of an interrupted run
     score_split: Literal["train", "dev", "test"] = "dev"
     annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
-    model_runs: dict[str, RunEntry] = field(default_factory=dict)
-    runs: dict[str, RunEntry] = field(default_factory=dict)
+    model_runs: dict[Name, RunEntry] = field(default_factory=dict)
+    runs: dict[Name, RunEntry] = field(default_factory=dict)
 
     def validate(self, path: str) -> None:
         bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}"

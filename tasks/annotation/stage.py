@@ -82,6 +82,7 @@ class Plan:
 def plan(run: str) -> Plan:
     entry = run_settings(run)
     corpus, name = entry["corpus"], entry["annotator"]
+    annotators.check(name, annotator_settings(run))  # typos and factories refused up front
     source = docs_dir(corpus)
     tables = [source / f"{kind}.parquet" for kind in (DOCUMENTS, ITEMS, MENTIONS)]
     for t in tables:
@@ -90,7 +91,10 @@ def plan(run: str) -> Plan:
                 f"{t}: missing; run `dvc repro normalize@{corpus}` (or `derive@{corpus}` for a "
                 f"derived corpus) first"
             )
-    doc_ids = pq.read_table(tables[0], columns=["doc_id"]).column("doc_id").to_pylist()
+    docs = storage.read_table(tables[0], columns=["doc_id"])
+    for t in tables[1:]:  # items and gold mentions of another corpus would match nothing
+        storage.check_same_documents(docs, tables[0], storage.read_table(t, columns=["doc_id"]), t)
+    doc_ids = docs.column("doc_id").to_pylist()
     size = int(settings().get("shard_size", 200))
     if size < 1:
         raise CorefreproError("params.yaml: annotate.shard_size must be >= 1")
@@ -206,7 +210,7 @@ def merge_shards(p: Plan, results: list[dict[str, Any]], elapsed: float) -> dict
 
 def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     """Score against the corpus's gold mentions on dev documents; write DVC metrics + MLflow."""
-    from tasks.core.tracking import tracked_run
+    from tasks.core.tracking import log_metrics, tracked_run
     from tasks.evaluation.coref import as_metrics, score_mention_tables
 
     entry = run_settings(run)
@@ -214,6 +218,9 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     gold = storage.read_table(source / f"{MENTIONS}.parquet", MENTIONS)
     gold = gold.filter(pc.equal(gold.column("annotator"), "gold"))
     docs = storage.read_table(source / f"{DOCUMENTS}.parquet", DOCUMENTS)
+    storage.check_same_documents(
+        docs, source / f"{DOCUMENTS}.parquet", gold, source / f"{MENTIONS}.parquet"
+    )
     split = settings().get("score_split", "dev")
     ids = [
         d
@@ -225,7 +232,11 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     metrics: dict[str, Any] = {k: v for k, v in report.items() if k != "validation"}
     metrics["validation"] = report["validation"]
     if gold.num_rows and ids and entry["annotator"] != "gold":
-        predicted = storage.read_table(mentions_dir(run) / f"{MENTIONS}.parquet", MENTIONS)
+        predicted_path = mentions_dir(run) / f"{MENTIONS}.parquet"
+        predicted = storage.read_table(predicted_path, MENTIONS)
+        storage.check_same_documents(
+            docs, source / f"{DOCUMENTS}.parquet", predicted, predicted_path
+        )
         scores = score_mention_tables(gold, predicted, documents=ids)
         metrics[split] = {k: round(v, 6) for k, v in as_metrics(scores).items()}
         metrics[split]["documents"] = len(ids)
@@ -237,8 +248,6 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
             100 * metrics[split]["conll_f1"],
         )
     storage.write_metrics(resolve_path(f"metrics/annotate/{run}.json"), metrics)
-    import mlflow
-
     with tracked_run(
         "annotate",
         run,
@@ -255,5 +264,5 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
         }
         if split in metrics:
             flat.update({f"{split}.{k}": float(v) for k, v in metrics[split].items()})
-        mlflow.log_metrics(flat)
+        log_metrics(flat)
     return metrics

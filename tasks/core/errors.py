@@ -21,7 +21,14 @@ class DataError(CorefreproError):
 
 
 class MissingSourceError(CorefreproError):
-    """A corpus file is neither on disk, in the mirror, nor downloadable."""
+    """A corpus file is neither on disk, in the mirror, nor downloadable.
+
+    transient: a network attempt failed in a way a retry may fix (a timeout, a dropped
+    connection, a 5xx); an absent file or a 404 is not retried."""
+
+    def __init__(self, message: str, *, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
 
 
 class ChecksumError(CorefreproError):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from tasks.core.errors import ChecksumError, MissingSourceError
+from tasks.core.errors import ChecksumError, CorefreproError, MissingSourceError
 from tasks.core.storage import atomic_path
 
 log = logging.getLogger("corefrepro.fetch")
@@ -54,6 +54,34 @@ class Source:
     archive: Archive | None = None
     optional: bool = False
     mirror_relpath: str | None = None
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a retry of fetch_source may succeed where this attempt failed: only a
+    transient network failure. A checksum mismatch or an absent file will not fix itself."""
+    if isinstance(exc, ChecksumError):
+        return False
+    if isinstance(exc, MissingSourceError):
+        return exc.transient
+    return not isinstance(exc, CorefreproError)  # an unexpected error: retried as before
+
+
+def _transient(exc: BaseException) -> bool:
+    """A network failure worth a retry: timeouts, dropped connections, 429/5xx answers; not a
+    name that does not resolve, a refused connection or a 4xx."""
+    try:
+        import requests
+    except ImportError:  # pragma: no cover - requests is a dependency
+        return False
+    if isinstance(exc, requests.HTTPError):
+        code = exc.response.status_code if exc.response is not None else 0
+        return code == 429 or code >= 500
+    if isinstance(exc, requests.Timeout | requests.exceptions.ChunkedEncodingError):
+        return True
+    if isinstance(exc, requests.ConnectionError):
+        text = str(exc).lower()
+        return not any(w in text for w in ("resolve", "refused", "name or service", "no route"))
+    return False
 
 
 def sha256_of(path: str | Path) -> str:
@@ -170,13 +198,42 @@ def fetch_source(
     """Make dest_dir/source.relpath exist with the right content; return its sha256.
 
     Returns None for an optional source that no origin has. Raises MissingSourceError for a
-    required one, naming the file and the setting to change.
+    required one, naming the file and the setting to change. A file with no pinned sha256
+    (upstream publishes none and the mirror lacks it) is accepted with its hash logged, so a
+    later run can tell whether it got the same bytes (SHA256SUMS beside the raw files too).
     """
+    digest = _fetch_source(
+        source,
+        corpus,
+        dest_dir,
+        mirror=mirror,
+        mirror_dir=mirror_dir,
+        network=network,
+        cache_dir=cache_dir,
+        timeout=timeout,
+    )
+    if digest is not None and source.sha256 is None:
+        log.info("%s: %s has no pinned sha256; accepted sha256 %s", corpus, source.relpath, digest)
+    return digest
+
+
+def _fetch_source(
+    source: Source,
+    corpus: str,
+    dest_dir: Path,
+    *,
+    mirror: str | None,
+    mirror_dir: str,
+    network: bool,
+    cache_dir: Path,
+    timeout: float,
+) -> str | None:
     target = dest_dir / source.relpath
     if target.exists() and source.sha256 is not None and sha256_of(target) == source.sha256:
         return source.sha256
 
     tried: list[str] = []
+    transient = False
     # Network (and URL-mirror) downloads land in the cache first: a rerun or a retry resumes
     # there instead of starting over, and DVC may wipe data/raw without losing them.
     cached = cache_dir / corpus / source.relpath
@@ -190,6 +247,7 @@ def fetch_source(
                 raise
             except Exception as exc:  # noqa: BLE001 - any transport failure falls through
                 tried.append(f"mirror {url} ({type(exc).__name__})")
+                transient = transient or _transient(exc)
         else:
             path = Path(mirror) / mirror_dir / rel
             if path.exists():
@@ -209,6 +267,7 @@ def fetch_source(
             raise
         except Exception as exc:  # noqa: BLE001
             tried.append(f"{source.url} ({type(exc).__name__}: {exc})"[:300])
+            transient = transient or _transient(exc)
     elif network and source.archive:
         arc = source.archive
         arc_path = cache_dir / "_archives" / Path(urlparse(arc.url).path).name
@@ -222,6 +281,7 @@ def fetch_source(
             raise
         except Exception as exc:  # noqa: BLE001
             tried.append(f"{arc.url} ({type(exc).__name__}: {exc})"[:300])
+            transient = transient or _transient(exc)
     elif not network:
         tried.append(
             "network disabled (download.network, or download.fetch_optional for optional files)"
@@ -238,5 +298,6 @@ def fetch_source(
     raise MissingSourceError(
         f"{corpus}: missing {source.relpath} — tried {'; '.join(tried) or 'nothing (no URL known)'}. "
         f"Set download.mirror in params.yaml or COREFREPRO_MIRROR to a directory holding "
-        f"{mirror_dir}/{source.mirror_relpath or source.relpath} (e.g. ../shared/data), or enable the network."
+        f"{mirror_dir}/{source.mirror_relpath or source.relpath} (e.g. ../shared/data), or enable the network.",
+        transient=transient,
     )

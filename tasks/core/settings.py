@@ -25,7 +25,9 @@ A stage declares its settings (nanoGPT-style) and loads them once:
     cfg = load_stage_settings(TrainMageSettings, "train_mage")
     qa3 = override_settings(cfg.train, cfg.task_settings.get("qa3"), "train_mage.task_settings.qa3")
 
-Field types: bool, int, float (an int is accepted; a bool is a number nowhere), str, X | None,
+Field types: bool, int, float (an int is accepted; a bool is a number nowhere), str, Name (a
+str that becomes a directory name: a run, corpus or derived-corpus name; checked against
+tasks.core.layout.SAFE_NAME, so "../x" or "/tmp" is refused where params are parsed), X | None,
 Literal[...], list[T], tuple[T, ...] (or a fixed tuple[A, B]), dict[K, T], nested settings
 dataclasses, and Any (passed through, copied). A section (dataclass) given as null or left out
 takes all its defaults; a dict field given as null is empty. Defaults are not re-checked.
@@ -55,6 +57,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 from tasks.core.config import PARAMS_FILE, params
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import name_problem
 
 T = TypeVar("T")
 # A problem before formatting: (key path, what is wrong); an empty path means the message
@@ -64,6 +67,11 @@ _FAIL: Any = object()  # a value that failed to parse (its problems are already 
 _NONE = type(None)
 _SCALARS = (bool, int, float, str)
 _REPR_MAX = 60
+
+
+class Name(str):
+    """Settings type of a name that becomes a path component (run, corpus, derived corpus):
+    parsed as a plain str that must match tasks.core.layout.SAFE_NAME."""
 
 
 class ConfigError(CorefreproError):
@@ -167,7 +175,9 @@ def _fields(cls: type) -> dict[str, tuple[Any, bool]]:
 
 def _check_supported(tp: Any, where: str) -> None:
     origin = get_origin(tp)
-    if tp is Any or tp is _NONE or tp in _SCALARS or _is_settings_class(tp) or origin is Literal:
+    if tp is Any or tp is _NONE or tp in _SCALARS or tp is Name or _is_settings_class(tp):
+        return
+    if origin is Literal:
         return
     if tp in (list, tuple, dict) or origin in (list, tuple, dict, Union, types.UnionType):
         for arg in get_args(tp):
@@ -194,6 +204,8 @@ def _parse(tp: Any, value: Any, path: str, problems: list[Problem]) -> Any:
         return _parse_mapping(tp, value, path, problems)
     if tp is _NONE and value is None:
         return None
+    if tp is Name:
+        return _parse_name(value, path, problems)
     if _scalar_ok(tp, value):
         return float(value) if tp is float else value
     problems.append((path, f"expected {_describe(tp)}, got {_show(value)}{_yaml_hint(tp, value)}"))
@@ -239,6 +251,17 @@ def _construct(cls: type, kwargs: dict[str, Any], path: str, problems: list[Prob
     return settings
 
 
+def _parse_name(value: Any, path: str, problems: list[Problem]) -> Any:
+    if not isinstance(value, str):
+        problems.append((path, f"expected str, got {_show(value)}"))
+        return _FAIL
+    problem = name_problem(value)
+    if problem:
+        problems.append((path, problem))
+        return _FAIL
+    return str(value)
+
+
 def _parse_union(tp: Any, value: Any, path: str, problems: list[Problem]) -> Any:
     """The first arm that takes `value`; arms are tried only where the value's shape fits, so
     a mapping with a typo reports the typo, not "expected ... or None"."""
@@ -279,6 +302,8 @@ def _fits(tp: Any, value: Any) -> bool:
         return any(_fits(arm, value) for arm in get_args(tp))
     if origin in (list, tuple):
         return isinstance(value, list | tuple)
+    if tp is Name:
+        return isinstance(value, str)
     return _scalar_ok(tp, value)
 
 

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from tasks.core import config
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import check_write_target, temp_dir
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS, SCHEMAS
 
 PARQUET_OPTIONS: dict[str, Any] = {
@@ -36,10 +37,14 @@ PARQUET_OPTIONS: dict[str, Any] = {
 
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to *target*; rename it onto *target* on success only."""
-    target = Path(target)
+    """Yield a temporary path; rename it onto *target* on success only.
+
+    A target outside the data roots (tasks.core.layout.write_roots) is refused. The temporary
+    lives in <root>/.tmp/, outside every DVC output: a process killed mid-write leaves no
+    `.<name>.*.tmp` inside an output directory for DVC to commit."""
+    target, root = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".tmp", dir=temp_dir(root))
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -52,16 +57,20 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary directory that replaces *target* as a whole on success only."""
-    target = Path(target)
+    """Yield a temporary directory that replaces *target* as a whole on success only.
+
+    A target outside the data roots (tasks.core.layout.write_roots) is refused: the old
+    directory is deleted, so a name with "../" must never get here. The temporary and the
+    replaced directory live in <root>/.tmp/, as for atomic_path."""
+    target, root = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    staging = temp_dir(root)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=staging))
     try:
         yield tmp
         if target.exists():
-            old = target.with_name(f".{target.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
+            old = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".old", dir=staging))
+            os.replace(target, old / target.name)
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
         else:
@@ -205,6 +214,28 @@ def check_mentions_in_range(documents: pa.Table, mentions: pa.Table) -> None:
             )
 
 
+def check_same_documents(
+    documents: pa.Table,
+    docs_path: str | Path,
+    table: pa.Table,
+    table_path: str | Path,
+    column: str = "doc_id",
+) -> None:
+    """Every `column` id of `table` (mentions, items: doc_id; query mentions: item_id against
+    the items table) is in `documents`' column of that name: a table of another corpus (a
+    stale or swapped file) would otherwise join to nothing, and a stage would write empty
+    results and exit 0."""
+    known = set(documents.column(column).to_pylist())
+    ids = table.column(column).unique().to_pylist()
+    stray = [d for d in ids if d not in known]
+    if stray:
+        what = "documents" if column == "doc_id" else f"{column} values"
+        raise CorefreproError(
+            f"{table_path}: {len(stray)} of {len(ids)} {what} are not in {docs_path} "
+            f"(first: {stray[0]!r}); a table of another corpus? rerun the stage that writes it"
+        )
+
+
 def write_table(
     path: str | Path,
     kind: str,
@@ -221,13 +252,26 @@ def write_table(
     return table
 
 
-def read_table(path: str | Path, kind: str | None = None) -> pa.Table:
+def read_table(
+    path: str | Path, kind: str | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """Read one table (checked against its schema when `kind` is given). A missing,
+    truncated or corrupt file is one error line naming the file, not a pyarrow traceback."""
     path = Path(path)
     if not path.exists():
         raise CorefreproError(
             f"{path}: not found (run the stage that produces it, e.g. `dvc repro`)"
         )
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CorefreproError(
+            f"{path}: not a readable Parquet file ({reason}); it is truncated or corrupt: "
+            "delete it and rerun the stage that writes it (`dvc repro -f <stage>`)"
+        ) from None
+    if columns is not None:
+        return table
     if kind is not None:
         schema = SCHEMAS[kind]
         if not table.schema.equals(schema, check_metadata=False):
@@ -242,6 +286,7 @@ __all__ = [
     "atomic_dir",
     "atomic_path",
     "check_mentions_in_range",
+    "check_same_documents",
     "read_table",
     "to_table",
     "validate",

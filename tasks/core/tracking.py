@@ -15,9 +15,13 @@ import json
 import logging
 import math
 import os
+import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,22 +166,72 @@ def _store_lock(uri: str) -> contextlib.AbstractContextManager:
     return FileLock(uri[len(prefix) :] + ".lock", timeout=600)
 
 
-@contextlib.contextmanager
-def tracked_run(
-    stage: str,
-    item: str,
-    *,
-    dataset: str,
-    seed: int | None = None,
-    run_params: Mapping[str, Any] | None = None,
-    tags: Mapping[str, str] | None = None,
-) -> Iterator[Any]:
-    """Open the MLflow run `<stage>@<item>[/seed<k>]` (`<stage>` without an item) in the
-    experiment `<stage>`."""
+# Waits between attempts of a tracking call (each attempt may itself wait out sqlite's 5 s
+# busy timeout): a store locked by another process for a while still gets the run.
+RETRY_DELAYS_S = (2.0, 5.0)
+
+
+class Terminated(BaseException):
+    """SIGTERM inside a tracked run (raised so that the run is closed as KILLED)."""
+
+
+_tracking_failed = threading.local()
+
+
+def _retry(what: str, call: Callable[[], Any]) -> tuple[bool, Any]:
+    """(True, result) of `call`, retried over RETRY_DELAYS_S; (False, None) with one warning
+    if it keeps failing. Tracking is a record of the work, never a reason to lose it: a
+    locked, deleted or unreachable store does not fail a stage."""
+    for attempt, delay in enumerate((*RETRY_DELAYS_S, None)):
+        try:
+            return True, call()
+        except Exception as exc:  # noqa: BLE001 - any store failure
+            if delay is None:
+                log.warning("MLflow: could not %s after %d attempts (%s: %s); the stage goes on "
+                            "without it", what, attempt + 1, type(exc).__name__,
+                            str(exc).splitlines()[0][:200] if str(exc) else "")  # fmt: skip
+                return False, None
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _tracking_ok() -> bool:
+    return not getattr(_tracking_failed, "value", False)
+
+
+def _mark_stale_runs(experiment_id: str, run_name: str) -> None:
+    """Runs of this stage item left RUNNING by a process of this host that no longer exists
+    (killed with SIGKILL, or the machine went down) are marked FAILED."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"attributes.run_name = '{run_name}' and attributes.status = 'RUNNING'",
+    )
+    for run in runs:
+        tags = run.data.tags
+        pid, host = tags.get("corefrepro.pid"), tags.get("corefrepro.host")
+        if host == socket.gethostname() and pid and pid.isdigit() and not _alive(int(pid)):
+            client.set_tag(run.info.run_id, "corefrepro.ended", "stale: process gone; FAILED")
+            client.set_terminated(run.info.run_id, "FAILED")
+            log.info("MLflow: run %s (%s) was left RUNNING by a killed process; marked FAILED",
+                     run.info.run_id, run_name)  # fmt: skip
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _open(stage: str, run_name: str, tags: Mapping[str, str]) -> Any:
     import mlflow
 
-    if stage not in PAPERS:
-        raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
     with _store_lock(uri):
@@ -189,7 +243,60 @@ def tracked_run(
         elif any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
             for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
                 mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
-    mlflow.set_experiment(stage)
+    experiment = mlflow.set_experiment(stage)
+    _mark_stale_runs(experiment.experiment_id, run_name)
+    return mlflow.start_run(run_name=run_name, tags=dict(tags))
+
+
+def _end(run_id: str, status: str) -> None:
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    active = mlflow.active_run()
+    if active is not None and active.info.run_id == run_id:
+        mlflow.end_run(status)  # leaves the run stack first, then writes the status
+    else:
+        MlflowClient().set_terminated(run_id, status)
+
+
+@contextlib.contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    """SIGTERM raises Terminated while the run is open (main thread only), so the run is
+    closed as KILLED instead of staying RUNNING; the old handler comes back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def tracked_run(
+    stage: str,
+    item: str,
+    *,
+    dataset: str,
+    seed: int | None = None,
+    run_params: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> Iterator[Any]:
+    """Open the MLflow run `<stage>@<item>[/seed<k>]` (`<stage>` without an item) in the
+    experiment `<stage>`.
+
+    Yields the run, or None when the store cannot be reached (after retries, with a warning):
+    the stage's work and outputs never depend on tracking. The run ends FINISHED, FAILED on
+    an error, KILLED on Ctrl-C or SIGTERM; one left RUNNING by a killed process is marked
+    FAILED when the same stage item starts again.
+    """
+    if stage not in PAPERS:
+        raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
     dvc_stage = os.environ.get("DVC_STAGE")
     # as the DVC stage (and the Prefect task run): train_mage@bigru-syn2/seed1, report
     run_name = (f"{stage}@{item}" if item else stage) + (f"/seed{seed}" if seed is not None else "")
@@ -201,36 +308,69 @@ def tracked_run(
         "git_sha": git_sha(),
         "dvc_stage": dvc_stage or "none",
         "dvc_lock_hash": stage_lock_hash(dvc_stage),
+        "corefrepro.pid": str(os.getpid()),
+        "corefrepro.host": socket.gethostname(),
         **(tags or {}),
     }
-    with mlflow.start_run(run_name=run_name, tags=all_tags) as run:
-        if run_params:
-            flat = _flatten(run_params)
-            mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
-        yield run
+    _tracking_failed.value = False
+    opened, run = _retry(f"open run {run_name}", lambda: _open(stage, run_name, all_tags))
+    if not opened:
+        _tracking_failed.value = True
+        try:
+            yield None
+        finally:
+            _tracking_failed.value = False
+        return
+    if run_params:
+        flat = {k: str(v)[:6000] for k, v in _flatten(run_params).items()}
+        log_params(flat)
+    status = "FAILED"
+    try:
+        with _terminate_as_exception():
+            yield run
+        status = "FINISHED"
+    except (KeyboardInterrupt, Terminated):
+        status = "KILLED"
+        raise
+    finally:
+        _retry(f"end run {run_name} as {status}", lambda: _end(run.info.run_id, status))
+        _tracking_failed.value = False
 
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _log(what: str, call: Callable[[], Any]) -> None:
+    """One tracking call into the active run: retried, and a warning (once; later calls of
+    the run are skipped) rather than an error when the store stays unreachable."""
+    import mlflow
+
+    if not _tracking_ok() or mlflow.active_run() is None:
+        return
+    ok, _ = _retry(what, call)
+    if not ok:
+        _tracking_failed.value = True
+
+
 def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> None:
     """Log the finite numbers of `metrics` to the active run (None, NaN and text skipped)."""
     import mlflow
 
-    mlflow.log_metrics({k: float(v) for k, v in metrics.items() if _finite(v)}, step=step)
+    values = {k: float(v) for k, v in metrics.items() if _finite(v)}
+    _log("log metrics", lambda: mlflow.log_metrics(values, step=step))
 
 
 def log_params(values: Mapping[str, Any]) -> None:
     import mlflow
 
-    mlflow.log_params(dict(values))
+    _log("log params", lambda: mlflow.log_params(dict(values)))
 
 
 def log_dict(obj: Any, name: str) -> None:
     import mlflow
 
-    mlflow.log_dict(obj, name)
+    _log(f"log {name}", lambda: mlflow.log_dict(obj, name))
 
 
 def log_checkpoint(path: str | Path) -> None:
@@ -249,13 +389,16 @@ def log_checkpoint(path: str | Path) -> None:
         shown = str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:
         shown = str(path)
-    mlflow.set_tags({"checkpoint": shown, "checkpoint_bytes": str(size)})
+    _log("tag checkpoint", lambda: mlflow.set_tags({"checkpoint": shown,
+                                                     "checkpoint_bytes": str(size)}))  # fmt: skip
     if size <= settings().max_checkpoint_mb * 2**20:
-        mlflow.log_artifact(str(path), artifact_path="checkpoints")
+        _log(f"log {shown}", lambda: mlflow.log_artifact(str(path), artifact_path="checkpoints"))
 
 
-def log_file(path: str | Path, artifact_path: str | None = None) -> None:
+def log_file(path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
     """Copy a file (a report, a metrics file) into the active run's artifacts."""
     import mlflow
 
-    mlflow.log_artifact(str(path), artifact_path=artifact_path)
+    _log(
+        f"log artifact {path}", lambda: mlflow.log_artifact(str(path), artifact_path=artifact_path)
+    )

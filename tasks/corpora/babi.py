@@ -301,6 +301,10 @@ def parse_stories(path: str | Path) -> list[_Story]:
     for s in stories:
         if not s.sentences:
             raise DataError(path, "story has no statements (only questions)", s.line)
+    if not stories:  # an empty (or truncated to nothing) file would give 0 documents silently
+        raise DataError(
+            path, "no stories (the file is empty); fetch it again (dvc repro -f download@babi)"
+        )
     return stories
 
 

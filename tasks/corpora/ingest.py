@@ -21,6 +21,7 @@ from tasks.core.fetch import sha256_of
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
 from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
 from tasks.corpora.base import Normalized
+from tasks.corpora.settings import SharedNormalize, settings_class
 
 log = logging.getLogger("corefrepro.ingest")
 
@@ -40,29 +41,37 @@ class DownloadSettings:
     cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
 
 
-@dataclass
-class NormalizeSettings:
-    """params.yaml normalize: the shared keys (normalize.<corpus> is the corpus module's)."""
-
-    seed: int = 13  # dev splits carved from train are seeded
-    dev_fraction: float = 0.1
-
-    def validate(self, path: str) -> None:
-        if not 0 < self.dev_fraction < 1:
-            raise ConfigError(f"{path}.dev_fraction: must be in (0, 1), got {self.dev_fraction}")
+# the shared normalize keys (normalize.<corpus> may override them): tasks/corpora/settings.py
+NormalizeSettings = SharedNormalize
 
 
 def _split_section(section: str, cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the shared keys parsed strictly, {corpus: its namespace}) of download / normalize."""
-    cfg = dict(params(section) or {})
-    per_corpus = {k: dict(cfg.pop(k) or {}) for k in list(cfg) if k in corpora.REGISTRY}
+    cfg = params(section) or {}
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{section}: expected mapping, got {type(cfg).__name__} {cfg!r}")
+    cfg = dict(cfg)
+    per_corpus = {k: cfg.pop(k) for k in list(cfg) if k in corpora.REGISTRY}
     return settings_to_dict(parse_settings(cls, cfg, section)), per_corpus
+
+
+def _corpus_namespace(section: str, corpus: str, given: Any, base: dict[str, Any]) -> dict:
+    """<section>.<corpus> parsed strictly with its class (tasks/corpora/settings.py); only
+    the keys given are returned (over `base`): the module's own defaults apply to the rest."""
+    cls = settings_class(corpus, section)
+    given = {} if given is None else given
+    if not isinstance(given, dict):
+        raise ConfigError(
+            f"{section}.{corpus}: expected mapping, got {type(given).__name__} {given!r}"
+        )
+    parsed = settings_to_dict(parse_settings(cls, {**base, **given}, f"{section}.{corpus}"))
+    return {k: parsed[k] for k in {**base, **given}}
 
 
 def download_settings(corpus: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(shared download settings, this corpus's download.<corpus> namespace)."""
     shared, per_corpus = _split_section("download", DownloadSettings)
-    return shared, per_corpus.get(corpus, {})
+    return shared, _corpus_namespace("download", corpus, per_corpus.get(corpus), {})
 
 
 def write_checksums(directory: Path) -> dict[str, str]:
@@ -79,7 +88,7 @@ def write_checksums(directory: Path) -> dict[str, str]:
 def normalize_settings(corpus: str) -> dict[str, Any]:
     """normalize.<corpus> merged over the shared normalize settings (seed, dev_fraction)."""
     shared, per_corpus = _split_section("normalize", NormalizeSettings)
-    return {**shared, **per_corpus.get(corpus, {})}
+    return _corpus_namespace("normalize", corpus, per_corpus.get(corpus), shared)
 
 
 def normalize_corpus(corpus: str, source: Path, target: Path) -> dict[str, int]:

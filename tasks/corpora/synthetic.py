@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.core.errors import CorefreproError, DataError
+from tasks.core.settings import ConfigError
 from tasks.core.storage import write_text
 from tasks.corpora.base import (
     Normalized,
@@ -110,7 +111,7 @@ def settings(cfg: Mapping[str, Any] | None) -> dict[str, Any]:
     """Defaults overlaid with params.yaml download.synthetic; bad values raise early."""
     unknown = sorted(set(cfg or {}) - set(DEFAULTS))
     if unknown:  # a typo would otherwise silently fall back to the default
-        log.warning("download.synthetic: ignoring unknown settings %s", unknown)
+        raise ConfigError(f"download.synthetic: unknown setting(s) {unknown}")
     s = {**DEFAULTS, **dict(cfg or {})}
     for key in ("action_weights", "task_weights"):
         s[key] = {**DEFAULTS[key], **dict(s[key] or {})}

@@ -26,15 +26,17 @@ Kinds (KINDS):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tasks import corpora
 from tasks.core import storage
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import docs_dir
+from tasks.core.layout import check_name, docs_dir, name_problem
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
+from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
 from tasks.corpora.base import Normalized
 from tasks.corpora.ingest import corpus_stats, write_docs
 from tasks.graphs.babi_mix import BABI_ALTERNATES, mix_babi
@@ -42,55 +44,69 @@ from tasks.graphs.babi_mix import BABI_ALTERNATES, mix_babi
 Deriver = Callable[[str, Mapping[str, Any], Mapping[str, Any]], Normalized]
 
 
+@dataclass
+class BabiMixSettings:
+    """derive.<name> of kind babi_mix, besides `from` and `kind`."""
+
+    seed: int
+    alternates: dict[str, str] = field(default_factory=dict)  # merged over BABI_ALTERNATES
+    candidates: Literal["keep", "drop"] = "keep"
+
+
 def _babi_mix(name: str, tables: Mapping[str, Any], cfg: Mapping[str, Any]) -> Normalized:
-    extra = cfg.get("alternates") or {}
-    if not isinstance(extra, Mapping):
-        raise CorefreproError(f"params.yaml derive.{name}.alternates must map words to words")
-    if cfg.get("candidates", "keep") not in ("keep", "drop"):
-        raise CorefreproError(f"params.yaml derive.{name}.candidates must be keep or drop")
     result = mix_babi(
         tables[DOCUMENTS],
         tables[ITEMS],
         tables[MENTIONS],
         seed=int(cfg["seed"]),
         name=name,
-        alternates={**BABI_ALTERNATES, **{str(k): str(v) for k, v in extra.items()}},
+        alternates={**BABI_ALTERNATES, **cfg["alternates"]},
     )
-    if cfg.get("candidates", "keep") == "drop":
+    if cfg["candidates"] == "drop":
         for item in result.items:
             item["candidates"] = None
         result.notes.append("candidate lists dropped (derive candidates: drop)")
     return result
 
 
-# kind -> (settings it accepts besides from/kind, the builder)
-KINDS: dict[str, tuple[frozenset[str], Deriver]] = {
-    "babi_mix": (frozenset({"seed", "alternates", "candidates"}), _babi_mix),
+# kind -> (the settings class of its keys besides from/kind, the builder)
+KINDS: dict[str, tuple[type, Deriver]] = {
+    "babi_mix": (BabiMixSettings, _babi_mix),
 }
 
 
 def settings(name: str) -> dict[str, Any]:
-    """derive.<name>, checked: a known source, a known kind, only that kind's settings."""
+    """derive.<name>, parsed strictly (tasks.core.settings): a safe name that is no corpus of
+    its own, `from` another corpus (a safe name), a known kind, only that kind's settings."""
     derived = params("derive") or {}
     if name not in derived:
         raise CorefreproError(
             f"params.yaml derive: no '{name}' (known: {', '.join(sorted(derived)) or 'none'})"
         )
-    cfg = dict(derived[name] or {})
-    where = f"params.yaml derive.{name}"
+    where = f"derive.{name}"
+    check_name(name, "derive (the key)")
     if name in corpora.REGISTRY:
-        raise CorefreproError(f"{where}: '{name}' is a corpus of its own; pick another name")
-    if not isinstance(cfg.get("from"), str) or cfg["from"] == name:
-        raise CorefreproError(f"{where}: 'from' must name another corpus, got {cfg.get('from')!r}")
-    kind = cfg.get("kind")
+        raise ConfigError(f"{where}: '{name}' is a corpus of its own; pick another name")
+    cfg = derived[name]
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"{where}: expected mapping, got {type(cfg).__name__} {cfg!r}")
+    cfg = dict(cfg)
+    source, kind = cfg.pop("from", None), cfg.pop("kind", None)
+    problems = []
+    if not isinstance(source, str) or source == name:
+        problems.append(f"{where}.from: must name another corpus, got {source!r}")
+    elif name_problem(source):
+        problems.append(f"{where}.from: {name_problem(source)}")
     if kind not in KINDS:
-        raise CorefreproError(f"{where}: kind {kind!r} unknown; known: {sorted(KINDS)}")
-    unknown = sorted(set(cfg) - {"from", "kind"} - KINDS[kind][0])
-    if unknown:
-        raise CorefreproError(f"{where}: unknown setting(s) {unknown} for kind {kind}")
-    if kind == "babi_mix" and not isinstance(cfg.get("seed"), int):
-        raise CorefreproError(f"{where}: kind babi_mix needs an integer seed")
-    return cfg
+        problems.append(f"{where}.kind: {kind!r} unknown; known: {sorted(KINDS)}")
+    else:
+        try:
+            parsed = settings_to_dict(parse_settings(KINDS[kind][0], cfg, where))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return {"from": source, "kind": kind, **parsed}
 
 
 def derive_corpus(name: str, target: Path | None = None) -> dict[str, Any]:

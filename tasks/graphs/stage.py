@@ -81,13 +81,19 @@ def _inputs(run: str, *, items: bool) -> dict[str, Any]:
     entry = run_settings(run)
     source, annotated = docs_dir(entry["corpus"]), mentions_dir(run)
     out: dict[str, Any] = {"entry": entry}
-    out["documents"] = storage.read_table(source / f"{DOCUMENTS}.parquet", DOCUMENTS)
-    out["mentions"] = storage.read_table(annotated / f"{MENTIONS}.parquet", MENTIONS)
+    docs_path = source / f"{DOCUMENTS}.parquet"
+    out["documents"] = storage.read_table(docs_path, DOCUMENTS)
+    paths = {"mentions": (annotated / f"{MENTIONS}.parquet", MENTIONS)}
     if items:
-        out["items"] = storage.read_table(source / f"{ITEMS}.parquet", ITEMS)
-        out["query_mentions"] = storage.read_table(
-            annotated / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS
-        )
+        paths["items"] = (source / f"{ITEMS}.parquet", ITEMS)
+        paths["query_mentions"] = (annotated / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS)
+    for key, (path, kind) in paths.items():
+        out[key] = storage.read_table(path, kind)
+        if key == "query_mentions":
+            items_path = paths["items"][0]
+            storage.check_same_documents(out["items"], items_path, out[key], path, "item_id")
+        else:
+            storage.check_same_documents(out["documents"], docs_path, out[key], path)
     return out
 
 

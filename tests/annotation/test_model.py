@@ -35,6 +35,13 @@ class Tiny(Annotator):
         return Annotation(mentions, queries, {"tiny_calls": 1})
 
 
+@pytest.fixture(autouse=True)
+def _allow_test_factories(monkeypatch):
+    """The factories of these tests are allowed explicitly, as a user allows a plug-in."""
+    specs = [FACTORY, *(f for f, _ in BAD_FACTORIES)]
+    monkeypatch.setenv("COREFREPRO_ANNOTATOR_FACTORIES", ",".join(specs))
+
+
 def tiny_factory(settings: dict) -> Tiny:
     made.append(settings)
     return Tiny(settings)
@@ -102,16 +109,36 @@ def test_missing_checkpoint_says_train_it(tmp_path):
     assert str(missing) in str(err.value) and "dvc repro train_coref@asl" in str(err.value)
 
 
-@pytest.mark.parametrize(
-    ("factory", "message"),
-    [
-        ("tests.annotation.test_model", "must look like 'package.module:callable'"),
-        ("tests.annotation.no_such_module:f", "cannot import 'tests.annotation.no_such_module'"),
-        ("tests.annotation.test_model:nope", "has no 'nope'"),
-        ("tests.annotation.test_model:FACTORY", "is not callable"),
-        ("tests.annotation.test_model:not_an_annotator", "lacks a non-empty str `name`"),
-    ],
-)
+BAD_FACTORIES = [
+    ("tests.annotation.test_model", "must look like 'package.module:callable'"),
+    ("tests.annotation.no_such_module:f", "cannot import 'tests.annotation.no_such_module'"),
+    ("tests.annotation.test_model:nope", "has no 'nope'"),
+    ("tests.annotation.test_model:FACTORY", "is not callable"),
+    ("tests.annotation.test_model:not_an_annotator", "lacks a non-empty str `name`"),
+]
+
+
+@pytest.mark.parametrize(("factory", "message"), BAD_FACTORIES)
 def test_bad_factories_are_clear_errors(factory, message):
     with pytest.raises(CorefreproError, match=message.replace("(", r"\(")):
         annotators.get("model", {"factory": factory})
+
+
+def test_a_factory_outside_the_allow_list_is_never_imported(tmp_path, monkeypatch):
+    """Issue #14.6: `factory` named any importable module, and importing runs its code."""
+    planted = tmp_path / "planted_factory_mod.py"
+    marker = tmp_path / "ran"
+    planted.write_text(f"open({str(marker)!r}, 'w').close()\ndef f(s):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("COREFREPRO_ANNOTATOR_FACTORIES")
+    for spec in ("planted_factory_mod:f", "os:system", FACTORY):
+        with pytest.raises(CorefreproError, match=r"annotators\.model\.factory: .* not an allowed"):
+            annotators.check("model", {"factory": spec})
+        with pytest.raises(CorefreproError, match="not an allowed factory"):
+            annotators.get("model", {"factory": spec})
+    assert not marker.exists()
+    annotators.check("model", {"factory": "models.coref.annotator:load_annotator"})
+    monkeypatch.setenv("COREFREPRO_ANNOTATOR_FACTORIES", "planted_factory_mod:f")
+    with pytest.raises(CorefreproError, match="lacks a non-empty str `name`"):
+        annotators.get("model", {"factory": "planted_factory_mod:f"})
+    assert marker.exists()  # allowed explicitly: imported

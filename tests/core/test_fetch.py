@@ -129,3 +129,15 @@ def test_archive_member_is_extracted_and_checked(tmp_path, server):
     (tmp_path / "cache" / "_archives" / "pkg.tar.gz").unlink()
     with pytest.raises(ChecksumError):
         _fetch(bad, tmp_path)
+
+
+def test_an_unpinned_file_is_accepted_with_its_hash_logged(tmp_path, caplog):
+    """Issue #14.4: files with no published checksum (and none in the mirror to pin from)
+    were accepted unchecked and unrecorded; the hash of what was accepted is now logged."""
+    import logging
+
+    (tmp_path / "m" / "demo").mkdir(parents=True)
+    (tmp_path / "m" / "demo" / "f.txt").write_bytes(PAYLOAD)
+    with caplog.at_level(logging.INFO, "corefrepro.fetch"):
+        assert _fetch(Source("f.txt", None, optional=True), tmp_path, mirror=str(tmp_path / "m"))
+    assert f"demo: f.txt has no pinned sha256; accepted sha256 {SHA}" in caplog.text

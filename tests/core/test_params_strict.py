@@ -64,3 +64,74 @@ def test_a_wrong_type_names_the_key_and_the_type(monkeypatch):
         ConfigError, match=r"normalize\.dev_fraction: must be in \(0, 1\), got 1\.5"
     ):
         normalize_settings("synthetic")
+
+
+# Issue #14.4 / #17.7: the namespaces that were still lenient (a typo only warned, or was
+# ignored and the default used): per-corpus download/normalize, derive.<name>, annotators.
+NAMESPACE_CASES = [
+    ("download.babi", "variants", "tasks.corpora.ingest:download_settings('babi')"),
+    ("download.synthetic", "n_train", "tasks.corpora.ingest:download_settings('synthetic')"),
+    ("download.cbt", "question_splits", "tasks.corpora.ingest:download_settings('cbt')"),
+    ("normalize.inscript", "multi_chain", "tasks.corpora.ingest:normalize_settings('inscript')"),
+    ("normalize.cnn", "max_items", "tasks.corpora.ingest:normalize_settings('cnn')"),
+    ("derive.synthetic-mix", "candidates", "tasks.graphs.derive:settings('synthetic-mix')"),
+    (
+        "annotate.annotators.entity-id",
+        "mentions",
+        "tasks.annotation.stage:plan('synthetic-entity-id')",
+    ),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "call"), NAMESPACE_CASES)
+def test_a_typo_in_a_per_item_namespace_is_refused(section, key, call, monkeypatch):
+    data = copy.deepcopy(config.params())
+    node = data
+    for part in section.split("."):
+        node = node.setdefault(part, {})
+    node[_typo(key)] = node.pop(key, 1)
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    module, expr = call.split(":")
+    namespace = __import__(module, fromlist=["_"]).__dict__
+    expected = f"{section}.{_typo(key)}: unknown setting (did you mean {key}?)"
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        eval(expr, dict(namespace))  # noqa: S307 - the loader named above
+
+
+def test_wrong_types_in_per_item_namespaces_are_config_errors(monkeypatch):
+    data = copy.deepcopy(config.params())
+    data["normalize"]["cnn"] = {"max_items": "ten"}
+    data["download"]["lambada"] = {"train_novels": "yes"}
+    data["annotate"]["annotators"]["stanza"]["window_tokens"] = "big"
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    from tasks.annotation import annotators
+    from tasks.corpora.ingest import download_settings, normalize_settings
+
+    with pytest.raises(ConfigError, match=r"normalize\.cnn\.max_items: expected int or None"):
+        normalize_settings("cnn")
+    with pytest.raises(ConfigError, match=r"download\.lambada\.train_novels: expected bool"):
+        download_settings("lambada")
+    with pytest.raises(ConfigError, match=r"annotators\.stanza\.window_tokens: expected int"):
+        annotators.check("stanza", data["annotate"]["annotators"]["stanza"])
+
+
+@pytest.mark.parametrize("bad", ["../../outside", "/tmp/outside"])
+def test_run_and_corpus_names_that_escape_are_refused_where_params_are_parsed(bad, monkeypatch):
+    """Issue #14.3: a run or corpus name becomes data/mentions/<run>, data/docs/<corpus>."""
+    from tasks.annotation import runs
+
+    data = copy.deepcopy(config.params())
+    data["annotate"]["runs"][bad] = {"corpus": "synthetic", "annotator": "gold"}
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    with pytest.raises(ConfigError, match=re.escape(f"annotate.runs.{bad} (the key): '{bad}'")):
+        runs.settings()
+    del data["annotate"]["runs"][bad]
+    data["annotate"]["runs"]["ok"] = {"corpus": bad, "annotator": "gold"}
+    with pytest.raises(ConfigError, match=re.escape(f"annotate.runs.ok.corpus: '{bad}' is not")):
+        runs.settings()
+    data["annotate"]["runs"].pop("ok")
+    data["train_mage"]["data"] = bad
+    from models.mage.train import settings as mage_settings
+
+    with pytest.raises(ConfigError, match=re.escape(f"train_mage.data: '{bad}' is not a safe")):
+        mage_settings()

@@ -13,6 +13,7 @@ import yaml
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
+    Name,
     key_path,
     load_stage_settings,
     override_settings,
@@ -423,3 +424,27 @@ def test_config_error_survives_pickling() -> None:
     back = pickle.loads(pickle.dumps(err))
     assert back.problems == ("a.b: one", "a.c: two") and str(back) == str(err)
     assert ConfigError("a: only").problems == ("a: only",)
+
+
+@dataclass
+class NamedSettings:
+    corpus: Name = "x"
+    runs: dict[Name, int] = field(default_factory=dict)
+    corpora: list[Name] = field(default_factory=list)
+
+
+@pytest.mark.parametrize("bad", ["../x", "/tmp/x", "a/b", ".hidden", "..", "", "a..b"])
+def test_name_settings_refuse_path_escapes(bad):
+    """Issue #14.3: a run/corpus name becomes a directory under data/: one pattern, checked
+    where params are parsed."""
+    for data, where in (
+        ({"corpus": bad}, "s.corpus:"),
+        ({"runs": {bad: 1}}, "(the key)"),
+        ({"corpora": ["ok", bad]}, "s.corpora[1]:"),
+    ):
+        with pytest.raises(ConfigError, match="is not a safe name") as err:
+            parse_settings(NamedSettings, data, "s")
+        assert where in str(err.value)
+    assert parse_settings(
+        NamedSettings, {"corpus": "gum-gold", "corpora": ["babi-mix", "en_10k.v2"]}, "s"
+    )

@@ -102,6 +102,38 @@ def test_mentions_must_lie_inside_documents():
         storage.check_mentions_in_range(docs, out)
 
 
+@pytest.mark.parametrize("escape", ["../outside", "/abs/outside"])
+def test_atomic_dir_refuses_a_target_outside_the_data_roots(tmp_path, monkeypatch, escape):
+    """Issue #14.3: atomic_dir deletes the old target; a name with ../ (or an absolute one)
+    must never make it delete a directory outside the data roots."""
+    root = tmp_path / "root"
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    monkeypatch.setenv("COREFREPRO_WRITE_ROOTS", str(root))
+    target = root / escape if escape.startswith("..") else victim
+    refused = pytest.raises(CorefreproError, match="refusing to write outside the data roots")
+    with refused, storage.atomic_dir(target) as tmp:
+        (tmp / "x").write_text("x")
+    with pytest.raises(CorefreproError, match="refusing to write outside the data roots"):
+        storage.write_json(root / "../outside/keep.txt", {})
+    assert (victim / "keep.txt").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"]
+
+
+def test_atomic_dir_writes_inside_the_roots(tmp_path, monkeypatch):
+    monkeypatch.setenv("COREFREPRO_WRITE_ROOTS", str(tmp_path))
+    with storage.atomic_dir(tmp_path / "a" / "b") as tmp:
+        (tmp / "x").write_text("x")
+    assert (tmp_path / "a" / "b" / "x").read_text() == "x"
+    # the root itself is no target either
+    with (
+        pytest.raises(CorefreproError, match="outside the data roots"),
+        storage.atomic_dir(tmp_path),
+    ):
+        pass
+
+
 def test_write_metrics_keeps_wall_clock_figures_out_of_the_tracked_file(tmp_path, monkeypatch):
     monkeypatch.setattr(storage.config, "REPO_ROOT", tmp_path)
     metrics = {
@@ -127,3 +159,29 @@ def test_write_metrics_keeps_wall_clock_figures_out_of_the_tracked_file(tmp_path
     before = path.read_bytes()
     storage.write_metrics(path, {**metrics, "seconds": 7.5})  # a slower rerun, same results
     assert path.read_bytes() == before
+
+
+def test_a_write_killed_midway_leaves_nothing_inside_the_output(tmp_path):
+    """Issue #14.5: `.last.pt.*.tmp` files of a killed training landed inside
+    artifacts/<stage>/<item>/ (a DVC output) and were committed with it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    out = tmp_path / "artifacts" / "train" / "item"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from tasks.core import storage
+        storage.write_json({str(out / "metrics.json")!r}, {{"a": 1}})
+        with storage.atomic_path({str(out / "last.pt")!r}) as tmp:
+            tmp.write_bytes(b"half a checkpoint")
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    env = {"COREFREPRO_WRITE_ROOTS": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=storage.config.REPO_ROOT)
+    assert proc.returncode == -9
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json"]
+    (left,) = (tmp_path / ".tmp").iterdir()  # outside the output, gitignored
+    assert left.name.startswith("last.pt.") and left.name.endswith(".tmp")

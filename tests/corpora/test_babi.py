@@ -229,6 +229,14 @@ def test_sample_used_only_when_full_test_absent(tmp_path: Path):
     assert "no test file" in out.notes[0]
 
 
+def test_an_empty_test_file_is_an_error_naming_it(tmp_path: Path):
+    """Issue #14.4: an empty full test file gave 0 test documents and no error."""
+    _write(tmp_path, babi.train_relpath("en", 1), STORY)
+    empty = _write(tmp_path, babi.test_relpath("en", 1), "")
+    with pytest.raises(DataError, match=re.escape(f"{empty}: no stories (the file is empty)")):
+        babi.normalize(tmp_path, CFG)
+
+
 def test_missing_required_train_file(tmp_path: Path):
     with pytest.raises(
         MissingSourceError, match=r"qa1_single-supporting-fact_train\.txt.*download\.babi"

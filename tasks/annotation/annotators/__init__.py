@@ -15,7 +15,15 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.annotation.annotators.base import Annotation, Annotator, Doc, Query, Span, link_queries
+from tasks.annotation.annotators.base import (
+    Annotation,
+    Annotator,
+    Doc,
+    Query,
+    Span,
+    check_settings,
+    link_queries,
+)
 from tasks.core.errors import CorefreproError
 
 MODULES: dict[str, str] = {
@@ -28,6 +36,17 @@ MODULES: dict[str, str] = {
 
 def names() -> list[str]:
     return sorted(MODULES)
+
+
+def check(name: str, cfg: Mapping[str, Any] | None = None) -> None:
+    """Refuse unknown or mistyped settings of annotator `name` before any work (the module's
+    SETTINGS, parsed strictly; the model annotator also checks its factory allow-list)."""
+    if name not in MODULES:
+        raise CorefreproError(f"unknown annotator '{name}'; known: {', '.join(names())}")
+    module = importlib.import_module(MODULES[name])
+    cfg = check_settings(name, dict(cfg or {}), module.SETTINGS)
+    if hasattr(module, "check"):
+        module.check(cfg)
 
 
 def get(name: str, cfg: Mapping[str, Any] | None = None) -> Annotator:
@@ -45,6 +64,7 @@ __all__ = [
     "Doc",
     "Query",
     "Span",
+    "check",
     "get",
     "link_queries",
     "names",

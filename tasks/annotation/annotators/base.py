@@ -16,11 +16,13 @@ the spans and renumbers clusters densely per document.
 from __future__ import annotations
 
 import bisect
+import copy
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from tasks.core.errors import CorefreproError
+from tasks.core.settings import parse_settings
 
 Span = tuple[int, int, int]  # (start, end exclusive, cluster)
 
@@ -141,16 +143,32 @@ def _key(tokens: Sequence[str], casefold: bool) -> tuple[str, ...]:
     return tuple(t.casefold() for t in tokens) if casefold else tuple(tokens)
 
 
-def check_settings(name: str, cfg: Mapping[str, Any], known: Iterable[str]) -> dict[str, Any]:
-    """A copy of cfg; an unknown key (a typo in params.yaml) is an error naming the known ones."""
-    known = sorted(known)
-    unknown = sorted(k for k in cfg if k not in known)
-    if unknown:
-        raise CorefreproError(
-            f"annotator '{name}': unknown setting(s) {unknown} in params.yaml "
-            f"(annotate.annotators.{name} / annotate.runs.<run>.settings); known: {known}"
-        )
-    return dict(cfg)
+def check_settings(name: str, cfg: Mapping[str, Any], known: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of cfg parsed strictly (tasks.core.settings): an unknown key (a typo in
+    params.yaml) names the closest known one; a key whose default is a bool or a number must
+    be one. `known` is the module's SETTINGS (key -> default)."""
+    where = f"annotate.annotators.{name}"  # or a run's settings, merged over them
+    parsed = parse_settings(_settings_class(name, known), dict(cfg), where)
+    return {k: getattr(parsed, k) for k in cfg}
+
+
+_CLASSES: dict[tuple[str, str], type] = {}
+
+
+def _settings_class(name: str, known: Mapping[str, Any]) -> type:
+    """A settings dataclass of an annotator's SETTINGS: bool/int/float defaults typed so."""
+    key = (name, repr(sorted(known.items())))
+    if key not in _CLASSES:
+        fields = [
+            (
+                k,
+                type(v) if type(v) in (bool, int, float) else Any,
+                dataclasses.field(default_factory=lambda v=v: copy.deepcopy(v)),
+            )
+            for k, v in sorted(known.items())
+        ]
+        _CLASSES[key] = dataclasses.make_dataclass(f"{name.replace('-', '_')}_settings", fields)
+    return _CLASSES[key]
 
 
 __all__ = [

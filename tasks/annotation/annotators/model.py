@@ -17,13 +17,18 @@ validation, renumbering -- is the stage's, as for every other annotator.
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any
 
 from tasks.annotation.annotators.base import Annotator, check_settings
 from tasks.core.errors import CorefreproError
+from tasks.core.settings import ConfigError
 
 NAME = "model"
+# the project's registry of model annotators (factories this module may import)
+PROJECT_FACTORIES = ("models.coref.annotator:load_annotator",)
+FACTORIES_ENV = "COREFREPRO_ANNOTATOR_FACTORIES"
 SETTINGS: dict[str, Any] = {"factory": None, "checkpoint": None, "settings": {}}
 NOT_TRAINED = (
     "train it with `dvc repro train_coref@asl` (the coreference-model training stage), or use "
@@ -31,8 +36,29 @@ NOT_TRAINED = (
 )
 
 
+def allowed_factories() -> list[str]:
+    """The factories this annotator may import: the project's own, plus those the user
+    lists in COREFREPRO_ANNOTATOR_FACTORIES (comma-separated). Not a params.yaml setting:
+    params can arrive from elsewhere (`dvc exp run -S`, a shared experiment), and importing
+    a module named there would run its code."""
+    extra = os.environ.get(FACTORIES_ENV, "")
+    return [*PROJECT_FACTORIES, *(s.strip() for s in extra.split(",") if s.strip())]
+
+
+def check(cfg: dict[str, Any]) -> None:
+    """Refuse a factory outside allowed_factories() before anything is imported."""
+    spec = cfg.get("factory")
+    if spec and spec not in allowed_factories():
+        raise ConfigError(
+            f"annotate.annotators.{NAME}.factory: {spec!r} is not an allowed factory "
+            f"(allowed: {', '.join(allowed_factories())}; add yours to {FACTORIES_ENV})"
+        )
+
+
 def load_factory(spec: str) -> Any:
-    """'package.module:callable' -> the callable (clear errors for each way it can fail)."""
+    """'package.module:callable' -> the callable (clear errors for each way it can fail).
+    Only allowed factories are imported (check)."""
+    check({"factory": spec})
     module_name, sep, attr = str(spec).partition(":")
     if not sep or not module_name or not attr:
         raise CorefreproError(
