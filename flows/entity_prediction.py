@@ -16,7 +16,7 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from tasks.evaluation import entity_prediction_stage as stage
 
-run_corpus = task(stage.run, name="entity-prediction")
+run_corpus = task(stage.run, name="entity-prediction", task_run_name="entity_prediction@{corpus}")
 
 
 @flow(name="entity_prediction")

@@ -20,7 +20,9 @@ from tasks.core.storage import write_metrics
 
 log = logging.getLogger("corefrepro.train_entitynlm")
 
-train_seed = task(stage.train_seed, name="train-entitynlm-seed")
+train_seed = task(
+    stage.train_seed, name="train-entitynlm-seed", task_run_name="train_entitynlm@{kind}/seed{seed}"
+)
 
 
 @flow(name="train-entitynlm")
