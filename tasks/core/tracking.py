@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +139,19 @@ def tracked_run(
     """Open the MLflow run `<stage>@<item>[/seed<k>]` in the experiment `<stage>`."""
     import mlflow
 
+    _experiment(stage)
+    run_name, all_tags = _run_name_tags(stage, item, dataset, seed, tags)
+    with mlflow.start_run(run_name=run_name, tags=all_tags) as run:
+        if run_params:
+            flat = _flatten(run_params)
+            mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
+        yield run
+
+
+def _experiment(stage: str) -> str:
+    """The experiment `<stage>` (created on first use); its id."""
+    import mlflow
+
     if stage not in PAPERS:
         raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
     uri = tracking_uri()
@@ -145,7 +159,10 @@ def tracked_run(
     with _store_lock(uri):
         if mlflow.get_experiment_by_name(stage) is None:
             mlflow.create_experiment(stage, artifact_location=f"{artifact_root()}/{stage}")
-    mlflow.set_experiment(stage)
+    return mlflow.set_experiment(stage).experiment_id
+
+
+def _run_name_tags(stage, item, dataset, seed, tags) -> tuple[str, dict[str, str]]:
     dvc_stage = os.environ.get("DVC_STAGE")
     run_name = f"{stage}@{item}" + (f"/seed{seed}" if seed is not None else "")
     all_tags = {
@@ -158,22 +175,58 @@ def tracked_run(
         "dvc_lock_hash": stage_lock_hash(dvc_stage),
         **(tags or {}),
     }
-    with mlflow.start_run(run_name=run_name, tags=all_tags) as run:
-        if run_params:
-            flat = _flatten(run_params)
-            mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
-        yield run
+    return run_name, all_tags
+
+
+@contextlib.contextmanager
+def tracked_runs(stage: str, runs: list[Mapping[str, Any]]) -> Iterator[list[str]]:
+    """Several runs open at once, each as tracked_run would open it (runs: its keyword
+    arguments item, dataset, seed, run_params, tags), for models trained together (seeds
+    stacked); yields their run ids, to log to with log_metrics(..., run_id=)."""
+    from mlflow.entities import Param
+    from mlflow.tracking import MlflowClient
+
+    experiment = _experiment(stage)
+    client = MlflowClient()
+    ids = []
+    for spec in runs:
+        name, tags = _run_name_tags(stage, spec["item"], spec["dataset"], spec.get("seed"),
+                                    spec.get("tags"))  # fmt: skip
+        run = client.create_run(experiment, run_name=name, tags=tags)
+        flat = _flatten(spec.get("run_params") or {})
+        params_ = [Param(k, str(v)[:6000]) for k, v in flat.items()]
+        client.log_batch(run.info.run_id, params=params_)
+        ids.append(run.info.run_id)
+    status = "FAILED"
+    try:
+        yield ids
+        status = "FINISHED"
+    finally:
+        for run_id in ids:
+            client.set_terminated(run_id, status)
 
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> None:
-    """Log the finite numbers of `metrics` to the active run (None, NaN and text skipped)."""
+def log_metrics(
+    metrics: Mapping[str, Any], step: int | None = None, run_id: str | None = None
+) -> None:
+    """Log the finite numbers of `metrics` to the active run, or to run_id (None, NaN and
+    text skipped)."""
     import mlflow
 
-    mlflow.log_metrics({k: float(v) for k, v in metrics.items() if _finite(v)}, step=step)
+    values = {k: float(v) for k, v in metrics.items() if _finite(v)}
+    if run_id is None:
+        mlflow.log_metrics(values, step=step)
+        return
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    now = int(time.time() * 1000)
+    batch = [Metric(k, v, now, step or 0) for k, v in values.items()]
+    MlflowClient().log_batch(run_id, metrics=batch)
 
 
 def log_params(values: Mapping[str, Any]) -> None:
@@ -182,7 +235,10 @@ def log_params(values: Mapping[str, Any]) -> None:
     mlflow.log_params(dict(values))
 
 
-def log_dict(obj: Any, name: str) -> None:
+def log_dict(obj: Any, name: str, run_id: str | None = None) -> None:
     import mlflow
 
-    mlflow.log_dict(obj, name)
+    if run_id is None:
+        mlflow.log_dict(obj, name)
+    else:
+        mlflow.tracking.MlflowClient().log_dict(run_id, obj, name)
