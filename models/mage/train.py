@@ -808,6 +808,30 @@ def train_seed(
     return metrics
 
 
+def stacked(plans: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the seeds of a plan train stacked (train.seeds_stacked, more than one seed)."""
+    return len(plans) > 1 and bool(plans[0]["train_cfg"].get("seeds_stacked"))
+
+
+def train_seeds_stacked(plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """train_seed for every seed of a plan at once (train_stacked): the same artifacts per
+    seed (best.pt, history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
+    first = plans[0]
+    labels, task = first["labels"], first["task"]
+    results = train_stacked(
+        first["graphs"], labels if labels != [task] else task, first["model_cfg"],
+        [p["train_cfg"] for p in plans], [p["out_dir"] for p in plans], model_name=first["model"],
+    )  # fmt: skip
+    graphs_sha = sha256_of(first["graphs"])
+    for plan, metrics in zip(plans, results, strict=True):
+        metrics["task"] = task
+        metrics["settings_fingerprint"] = settings_fingerprint(
+            graphs_sha, labels, plan["model_cfg"], plan["train_cfg"]
+        )
+        storage.write_metrics(Path(plan["out_dir"]) / SEED_METRICS, jsonable(metrics))
+    return results
+
+
 # train settings that do not change what a seed learns (how fast, or how it logs)
 _RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume", "seeds_stacked")
 

@@ -108,3 +108,51 @@ def test_stacked_layers_match_their_single_layers():
             for (name, p), q in zip(single.named_parameters(), stacked.parameters(), strict=True):
                 torch.testing.assert_close(q.grad[k], p.grad, rtol=1e-4, atol=1e-5, msg=name)
         x.grad = None
+
+
+def test_stage_with_seeds_stacked_writes_per_seed_artifacts_runs_and_collects(
+    graphs, tmp_path, monkeypatch
+):
+    """train.seeds_stacked: the stage's per-seed artifacts and MLflow runs, as seeds trained
+    one by one, and `--collect` accepts them (seeds_stacked is a run-only setting)."""
+    import mlflow
+
+    import flows.train_mage as flow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
+    monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
+    settings = {
+        "data": "synthetic-gold",
+        "model_defaults": TINY,
+        "models": {"bigru+mage": {"encoder": "mage"}},
+        "seeds": [1, 2],
+        "train": {**FAST, "epochs": 2, "seeds_stacked": True},
+    }
+    monkeypatch.setattr(
+        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    )
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
+    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    monkeypatch.setattr(tr, "train_and_evaluate", None)  # stacked: never the one-seed path
+    out = flow.train_mage("bigru+mage", "syn1")
+    assert out["seeds"] == 2 and set(out["per_seed"]) == {"1", "2"}
+    for seed in (1, 2):
+        d = tmp_path / f"artifacts/train_mage/bigru+mage-syn1/seed{seed}"
+        assert {p.name for p in d.iterdir()} == {"best.pt", "history.json", "metrics.json"}
+        assert json.loads((d / "metrics.json").read_text())["seed"] == seed
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("train_mage")
+    runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
+    assert set(runs) == {f"train_mage@bigru+mage-syn1/seed{s}" for s in (1, 2)}
+    for seed in (1, 2):
+        run = runs[f"train_mage@bigru+mage-syn1/seed{seed}"]
+        assert run.info.status == "FINISHED" and run.data.tags["seed"] == str(seed)
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "dev_acc")] == [1, 2]
+        assert run.data.metrics["test_acc"] == pytest.approx(out["per_seed"][str(seed)]["test_acc"])
+    settings["train"]["seeds_stacked"] = False  # collected under the unstacked plan
+    collected = flow.collect_mage("bigru+mage", "syn1")
+    for seed, row in out["per_seed"].items():  # (wall times are not kept in metrics.json)
+        assert collected["per_seed"][seed]["dev_acc"] == row["dev_acc"]
+        assert collected["per_seed"][seed]["test_acc"] == row["test_acc"]
+        assert collected["per_seed"][seed]["best_epoch"] == row["best_epoch"]
