@@ -57,8 +57,15 @@ def _curve(path):
 def test_stacked_seeds_reproduce_separate_runs(graphs, syn1, tmp_path, model):
     mcfg = {**TINY, **MODELS[model]}
     alone = [
-        tr.train_and_evaluate(graphs, "syn1", mcfg, {**FAST, "seed": s}, tmp_path / f"alone{s}",
-                              track=False, data=syn1)  # fmt: skip
+        tr.train_and_evaluate(
+            graphs,
+            "syn1",
+            mcfg,
+            {**FAST, "seed": s},
+            tmp_path / f"alone{s}",
+            track=False,
+            data=syn1,
+        )  # fmt: skip
         for s in SEEDS
     ]
     stacked = tr.train_stacked(
@@ -69,7 +76,11 @@ def test_stacked_seeds_reproduce_separate_runs(graphs, syn1, tmp_path, model):
         a, b = _curve(tmp_path / f"alone{s}"), _curve(tmp_path / f"stacked{s}")
         assert len(a) == len(b) == FAST["epochs"]
         for ra, rb in zip(a, b, strict=True):
-            assert ra["train_loss"] == pytest.approx(rb["train_loss"], rel=1e-4, abs=1e-5), (s, ra, rb)
+            assert ra["train_loss"] == pytest.approx(rb["train_loss"], rel=1e-4, abs=1e-5), (
+                s,
+                ra,
+                rb,
+            )
             assert ra["train_acc"] == rb["train_acc"]
             assert ra["dev_acc"] == rb["dev_acc"], (s, ra, rb)
             assert ra["dev_loss"] == pytest.approx(rb["dev_loss"], rel=1e-4, abs=1e-5)
@@ -82,9 +93,10 @@ def test_stacked_seeds_reproduce_separate_runs(graphs, syn1, tmp_path, model):
         for key in wa:
             torch.testing.assert_close(wa[key], wb[key], rtol=1e-3, atol=1e-4)
     # the seeds really differ from each other (own init, order and masks)
-    assert _curve(tmp_path / "stacked1")[0]["train_loss"] != _curve(tmp_path / "stacked2")[0][
-        "train_loss"
-    ]
+    assert (
+        _curve(tmp_path / "stacked1")[0]["train_loss"]
+        != _curve(tmp_path / "stacked2")[0]["train_loss"]
+    )
 
 
 def test_stacked_layers_match_their_single_layers():
