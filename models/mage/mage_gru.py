@@ -172,10 +172,13 @@ class _ChainGRU(torch.autograd.Function):
                 d_rows = d_g.unsqueeze(1) * mix[t].unsqueeze(-1)
                 flat_grad_memory.index_add_(0, read[t], d_rows.view(-1, h))
         if seeds:  # per seed: sum over its own items and steps
-            d_gh_s = d_gh.view(steps, seeds, -1, 3 * h).transpose(0, 1).reshape(seeds, -1, 3 * h)
-            g_s = g_hh.view(steps, seeds, -1, g_hh.shape[-1]).transpose(0, 1)
-            d_weight_hh = d_gh_s.transpose(1, 2) @ g_s.reshape(seeds, -1, g_hh.shape[-1])
-            d_bias_hh = d_gh_s.sum(1)
+            d_gh_s = d_gh.view(steps, seeds, -1, 3 * h)
+            g_s = g_hh.view(steps, seeds, -1, g_hh.shape[-1])
+            d_weight_hh = torch.stack([
+                d_gh_s[:, s].reshape(-1, 3 * h).t() @ g_s[:, s].reshape(-1, g_hh.shape[-1])
+                for s in range(seeds)
+            ])  # fmt: skip
+            d_bias_hh = d_gh_s.sum((0, 2))
         else:
             d_weight_hh = d_gh.view(-1, 3 * h).t() @ g_hh.view(steps * batch, -1)
             d_bias_hh = d_gh.sum((0, 1))
@@ -184,12 +187,15 @@ class _ChainGRU(torch.autograd.Function):
 
 
 def _recurrent(bias_hh: Tensor, g: Tensor, u_t: Tensor, out: Tensor, seeds: int) -> None:
-    """out = U g + b_hh for one step; with seeds stacked, each seed's rows by its own U."""
+    """out = U g + b_hh for one step; with seeds stacked, each seed's rows by its own U (one
+    addmm per seed: on CPU torch.bmm is far slower than the BLAS matmul a single seed gets)."""
     if not seeds:
         torch.addmm(bias_hh, g, u_t, out=out)
         return
-    per_seed = g.view(seeds, -1, g.shape[-1])
-    torch.baddbmm(bias_hh.unsqueeze(1), per_seed, u_t, out=out.view(seeds, -1, out.shape[-1]))
+    rows = g.shape[0] // seeds
+    for s in range(seeds):
+        part = slice(s * rows, (s + 1) * rows)
+        torch.addmm(bias_hh[s], g[part], u_t[s], out=out[part])
 
 
 def _times(d: Tensor, weight: Tensor, seeds: int, plus: Tensor | None = None) -> Tensor:
@@ -197,8 +203,15 @@ def _times(d: Tensor, weight: Tensor, seeds: int, plus: Tensor | None = None) ->
     own U."""
     if not seeds:
         return d @ weight if plus is None else torch.addmm(plus, d, weight)
-    out = torch.bmm(d.view(seeds, -1, d.shape[-1]), weight).view(d.shape[0], -1)
-    return out if plus is None else out.add_(plus)
+    out = d.new_empty(d.shape[0], weight.shape[-1])
+    rows = d.shape[0] // seeds
+    for s in range(seeds):
+        part = slice(s * rows, (s + 1) * rows)
+        if plus is None:
+            torch.mm(d[part], weight[s], out=out[part])
+        else:
+            torch.addmm(plus[part], d[part], weight[s], out=out[part])
+    return out
 
 
 # --------------------------------------------------------------------------- layers

@@ -721,6 +721,7 @@ class TrainMageSettings:
 def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -> tuple:
     entry = dict(entry or {})
     train = entry.pop("train", None)
+    entry.pop("data", None)  # a graph run of the model's own (seed_plan)
     model = parse_settings(MageModel, {**cfg.model_defaults, **entry}, where)
     base = parse_settings(MageTrain, cfg.train, "train_mage.train")
     return model, override_settings(base, train, f"{where}.train")
@@ -730,8 +731,8 @@ def settings() -> TrainMageSettings:
     return parse_settings(TrainMageSettings, params("train_mage"), "train_mage")
 
 
-def graphs_path(cfg: TrainMageSettings) -> Path:
-    return resolve_path("data/graphs") / cfg.data / "graphs.parquet"
+def graphs_path(cfg: TrainMageSettings, run: str | None = None) -> Path:
+    return resolve_path("data/graphs") / (run or cfg.data) / "graphs.parquet"
 
 
 STAGE = "train_mage"
@@ -767,10 +768,13 @@ def seed_plan(model: str, task: str, seeds: Sequence[int] | None = None) -> list
         **(cfg.task_settings.get(task) or {}),
         **(model_cfg.pop("train", None) or {}),
     }
+    # a model entry may read its own graph run (data: <run>), e.g. the coreference placement
+    # ablation (graphs@<run>-sentence) trained beside the paper's placement
+    graphs = graphs_path(cfg, model_cfg.pop("data", None))
     seeds = list(seeds) if seeds else [int(s) for s in cfg.seeds]
     return [
         {
-            "graphs": str(graphs_path(cfg)),
+            "graphs": str(graphs),
             "model": model,
             "task": task,
             "labels": labels,
@@ -801,11 +805,22 @@ def train_seed(
         model_name=model,
     )
     metrics["task"] = task
+    metrics.update(_placement(graphs))
     metrics["settings_fingerprint"] = settings_fingerprint(
         sha256_of(graphs), labels, model_cfg, train_cfg
     )
     storage.write_metrics(Path(out_dir) / SEED_METRICS, jsonable(metrics))
     return metrics
+
+
+def _placement(graphs: str | Path) -> dict[str, str]:
+    """{"coref_placement": ...} where the graph table's coreference edges are not placed as in
+    the paper (tasks/graphs/dags.py PLACEMENTS; the report's ablation reads it); else {}."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(graphs).metadata or {}
+    placement = meta.get(b"coreference_placement", b"paper").decode()
+    return {} if placement == "paper" else {"coref_placement": placement}
 
 
 def stacked(plans: Sequence[Mapping[str, Any]]) -> bool:
@@ -825,6 +840,7 @@ def train_seeds_stacked(plans: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     graphs_sha = sha256_of(first["graphs"])
     for plan, metrics in zip(plans, results, strict=True):
         metrics["task"] = task
+        metrics.update(_placement(first["graphs"]))
         metrics["settings_fingerprint"] = settings_fingerprint(
             graphs_sha, labels, plan["model_cfg"], plan["train_cfg"]
         )
@@ -904,7 +920,7 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         "test_error_std": float(np.std(errors)) if errors else None,
         # timings go to logs/timings (storage.write_metrics); collected seeds have none
         "wall_time_s": round(sum(m.get("wall_time_s") or 0.0 for m in results), 2),
-        **{k: chosen[k] for k in ("subsets", "split_notes") if chosen.get(k)},
+        **{k: chosen[k] for k in ("subsets", "split_notes", "coref_placement") if chosen.get(k)},
         "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
     out = jsonable(out)

@@ -66,7 +66,9 @@ def test_sentence_placement_across_the_query_segment():
     """A segment boundary ends a sentence: the query is its own sentence (§3.3)."""
     context = Segment("context", ["Mary", "went", "home"], [(0, 1, 0)])
     query = Segment("query", ["where", "is", "Mary"], [(2, 3, 0)])
-    g = build_graph([context, query], edge_types=with_placement(["sequential", "coreference"], "sentence"))
+    g = build_graph(
+        [context, query], edge_types=with_placement(["sequential", "coreference"], "sentence")
+    )
     assert g.forward[COREF][5] == 2  # end of the context's (unterminated) sentence
     assert g.backward[COREF][0] == 3  # start of the query
 
@@ -92,3 +94,24 @@ def test_build_graphs_with_sentence_placement():
     assert paper.rows[0]["forward"][COREF] != sentence.rows[0]["forward"][COREF]
     assert sentence.rows[0]["forward"][COREF] == _graph("sentence").forward[COREF]
     assert "coreference_placement" not in paper.metadata
+
+
+def test_a_reader_model_entry_reads_its_own_graph_run(monkeypatch, tmp_path):
+    """train_mage.models.<model>-sentence: {data: <run>-sentence} trains beside the paper's."""
+    from models.mage import train as tr
+
+    settings = {
+        "data": "babi",
+        "models": {"m": {}, "m-sentence": {"data": "babi-sentence"}},
+        "seeds": [1],
+    }
+    monkeypatch.setattr(
+        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    )
+    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    tr.settings().validate("train_mage")
+    (plan,) = tr.seed_plan("m-sentence", "qa2")
+    assert plan["graphs"] == str(tmp_path / "data/graphs/babi-sentence/graphs.parquet")
+    assert "data" not in plan["model_cfg"]
+    (plan,) = tr.seed_plan("m", "qa2")
+    assert plan["graphs"] == str(tmp_path / "data/graphs/babi/graphs.parquet")

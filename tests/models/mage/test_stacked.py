@@ -144,7 +144,7 @@ def test_stage_with_seeds_stacked_writes_per_seed_artifacts_runs_and_collects(
     monkeypatch.setattr(
         tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
     )
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: graphs)
     monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
     monkeypatch.setattr(tr, "train_and_evaluate", None)  # stacked: never the one-seed path
     out = flow.train_mage("bigru+mage", "syn1")
