@@ -27,6 +27,11 @@ dropout generator starts where the global one stands after that, as in a separat
 element-wise and clipping is done per seed (StackedReaderRecipe.clip_gradients), so each seed's
 update is the one it would get alone; the shared loop (tasks/training/loop.py, lanes) keeps
 each seed's early stopping and best-on-dev checkpoint.
+
+Cost: exactness means each seed keeps its own length-bucketed batch order, so a folded batch
+is as long as the longest of the K seeds' batches (about 2x the token positions on bAbI qa2
+at K = 10), and on CPU the larger working set is not faster per position either: stacking is
+for devices a single seed leaves idle (tests/models/mage/test_bench_stacked.py).
 """
 
 from __future__ import annotations
