@@ -1,6 +1,7 @@
 """Stage `graphs`: one annotation run -> data/graphs/<run>/graphs.parquet (MAGE DAGs).
 
     python -m flows.graphs --run synthetic-gold
+    python -m flows.graphs --run synthetic-gold --placement sentence   # -> synthetic-gold-sentence
 
 Dhingra et al. §3.1-3.3: typed-edge graphs, decomposed into forward/backward DAGs per chain.
 """
@@ -16,8 +17,8 @@ build = task(stage.build_mage_graphs, name="graphs", task_run_name="graphs@{run}
 
 
 @flow(name="graphs")
-def graphs(run: str) -> dict:
-    return build(run)
+def graphs(run: str, placement: str | None = None) -> dict:
+    return build(run, placement)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +26,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--run", required=True, help="a key of annotate.runs or annotate.model_runs in params.yaml"
     )
-    run_cli(graphs, parser.parse_args(argv).run)
+    parser.add_argument(
+        "--placement",
+        choices=["paper", "sentence"],
+        default=None,
+        help="where a coreference edge leaves/enters a mention (default: graphs.coref_placement); "
+        "sentence writes data/graphs/<run>-sentence/graphs.parquet",
+    )
+    args = parser.parse_args(argv)
+    run_cli(graphs, args.run, args.placement)
 
 
 if __name__ == "__main__":

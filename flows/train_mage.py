@@ -35,11 +35,18 @@ def _seed_run_name() -> str:
 
 
 train_seed = task(stage.train_seed, name="train-reader", task_run_name=_seed_run_name)
+train_stacked = task(
+    stage.train_seeds_stacked, name="train-readers-stacked",
+    task_run_name="train_mage@{model}-{task}/stacked",
+)  # fmt: skip
 
 
 @flow(name="train-mage", runner=Runner("threads", 1))
 def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
-    results = [train_seed(**kwargs) for kwargs in stage.seed_plan(model, task, seeds)]
+    plans = stage.seed_plan(model, task, seeds)
+    if stage.stacked(plans):  # train.seeds_stacked: all seeds as one batched model
+        return stage.summarize(model, task, train_stacked(plans))
+    results = [train_seed(**kwargs) for kwargs in plans]
     return stage.summarize(model, task, results)
 
 

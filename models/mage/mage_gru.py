@@ -88,6 +88,10 @@ class _ChainGRU(torch.autograd.Function):
             [(T + 1) * B, H], one per edge type; mix [T, B, E] the mean's weights
             (1 / number of present predecessors, 0 for absent ones).
     Returns the outputs [T, B, H].
+
+    Seeds stacked (models/mage/stacked.py): weight_hh [S, 3H, K] and bias_hh [S, 3H] hold S
+    seeds' parameters and the batch is seed-major (B = S * b, seed s in rows s*b ... s*b+b-1);
+    each seed's items are multiplied by that seed's U with one batched matmul per step.
     """
 
     @staticmethod
@@ -97,14 +101,15 @@ class _ChainGRU(torch.autograd.Function):
         h = three_h // 3
         memory = gates_x.new_zeros(steps + 1, batch, h)  # row 0: the zero state
         flat_memory = memory.view(-1, h)
-        k = weight_hh.shape[1]
+        k = weight_hh.shape[-1]
         g_hh = gates_x.new_empty(steps, batch, k)  # recurrent input of each step
         # interpolation term; the same tensor as g_hh except in shared mode
         g_mix = g_hh if mode != "shared" else gates_x.new_empty(steps, batch, h)
         gh = gates_x.new_empty(steps, batch, three_h)  # U g + b_hh
         rz = gates_x.new_empty(steps, batch, 2 * h)  # reset and update gates
         n = gates_x.new_empty(steps, batch, h)  # candidate state
-        u_t = weight_hh.t()
+        seeds = weight_hh.shape[0] if weight_hh.dim() == 3 else 0
+        u_t = weight_hh.transpose(-1, -2)
         for t in range(steps):
             if mode == "split":
                 # Eq. 4: g_t = g^{e_1}_t || ... ; one gather over the memory's time axis
@@ -117,7 +122,7 @@ class _ChainGRU(torch.autograd.Function):
                     torch.sum(rows * mix[t].unsqueeze(-1), 1, out=g_mix[t])
                 else:
                     torch.sum(rows * mix[t].unsqueeze(-1), 1, out=g_hh[t])
-            torch.addmm(bias_hh, g_hh[t], u_t, out=gh[t])
+            _recurrent(bias_hh, g_hh[t], u_t, gh[t], seeds)
             # r, z = sigmoid(W_{r,z} x + U_{r,z} g + b)
             torch.add(gates_x[t, :, : 2 * h], gh[t, :, : 2 * h], out=rz[t]).sigmoid_()
             # n = tanh(W_n x + b_in + r * (U_n g + b_hn))
@@ -136,6 +141,7 @@ class _ChainGRU(torch.autograd.Function):
         weight_hh, read, mix, g_hh, g_mix, gh, rz, n = ctx.saved_tensors
         mode = ctx.mode
         steps, batch, h = n.shape
+        seeds = weight_hh.shape[0] if weight_hh.dim() == 3 else 0
         r, z = rz[..., :h], rz[..., h:]
         # Factors of the local derivatives, for all steps at once (none depends on dh_t):
         # dn_pre = dh * (1 - z) * (1 - n^2); dz_pre = dh * (g - n) * z (1 - z);
@@ -155,20 +161,57 @@ class _ChainGRU(torch.autograd.Function):
             torch.mul(dh, f_z[t], out=d_gh[t, :, h : 2 * h])
             torch.mul(d_n_pre[t], r[t], out=d_gh[t, :, 2 * h :])
             if mode == "shared":
-                d_rows = (d_gh[t] @ weight_hh).view(batch, -1, h)
+                d_rows = _times(d_gh[t], weight_hh, seeds).view(batch, -1, h)
                 d_rows.add_((dh * z[t]).unsqueeze(1) * mix[t].unsqueeze(-1))
                 flat_grad_memory.index_add_(0, read[t], d_rows.view(-1, h))
                 continue
-            d_g = torch.addmm(dh * z[t], d_gh[t], weight_hh)  # dh z + dgh U: d g_t
+            d_g = _times(d_gh[t], weight_hh, seeds, dh * z[t])  # dh z + dgh U: d g_t
             if mode == "split":
                 grad_memory.scatter_add_(0, read[t : t + 1], d_g.unsqueeze(0))
             else:  # dagrnn: g_t is the weighted mean of the rows read
                 d_rows = d_g.unsqueeze(1) * mix[t].unsqueeze(-1)
                 flat_grad_memory.index_add_(0, read[t], d_rows.view(-1, h))
-        d_weight_hh = d_gh.view(-1, 3 * h).t() @ g_hh.view(steps * batch, -1)
-        d_bias_hh = d_gh.sum((0, 1))
+        if seeds:  # per seed: sum over its own items and steps
+            d_gh_s = d_gh.view(steps, seeds, -1, 3 * h)
+            g_s = g_hh.view(steps, seeds, -1, g_hh.shape[-1])
+            d_weight_hh = torch.stack([
+                d_gh_s[:, s].reshape(-1, 3 * h).t() @ g_s[:, s].reshape(-1, g_hh.shape[-1])
+                for s in range(seeds)
+            ])  # fmt: skip
+            d_bias_hh = d_gh_s.sum((0, 2))
+        else:
+            d_weight_hh = d_gh.view(-1, 3 * h).t() @ g_hh.view(steps * batch, -1)
+            d_bias_hh = d_gh.sum((0, 1))
         d_gates_x = torch.cat([d_gh[..., : 2 * h], d_n_pre], dim=-1)
         return d_gates_x, d_weight_hh, d_bias_hh, None, None, None
+
+
+def _recurrent(bias_hh: Tensor, g: Tensor, u_t: Tensor, out: Tensor, seeds: int) -> None:
+    """out = U g + b_hh for one step; with seeds stacked, each seed's rows by its own U (one
+    addmm per seed: on CPU torch.bmm is far slower than the BLAS matmul a single seed gets)."""
+    if not seeds:
+        torch.addmm(bias_hh, g, u_t, out=out)
+        return
+    rows = g.shape[0] // seeds
+    for s in range(seeds):
+        part = slice(s * rows, (s + 1) * rows)
+        torch.addmm(bias_hh[s], g[part], u_t[s], out=out[part])
+
+
+def _times(d: Tensor, weight: Tensor, seeds: int, plus: Tensor | None = None) -> Tensor:
+    """[plus +] d @ U (the gradient flowing to g); with seeds stacked, each seed's rows by its
+    own U."""
+    if not seeds:
+        return d @ weight if plus is None else torch.addmm(plus, d, weight)
+    out = d.new_empty(d.shape[0], weight.shape[-1])
+    rows = d.shape[0] // seeds
+    for s in range(seeds):
+        part = slice(s * rows, (s + 1) * rows)
+        if plus is None:
+            torch.mm(d[part], weight[s], out=out[part])
+        else:
+            torch.addmm(plus[part], d[part], weight[s], out=out[part])
+    return out
 
 
 # --------------------------------------------------------------------------- layers
@@ -252,6 +295,10 @@ class MAGEGRU(nn.Module):
             f"{sizes}, mode={self.mode!r}, reverse={self.reverse}"
         )
 
+    def input_gates(self, x: Tensor) -> Tensor:
+        """W x_t + b_ih for every step at once (Eq. 4's input terms): [B, T, 3H]."""
+        return nn.functional.linear(x, self.weight_ih, self.bias_ih)
+
     def _processing_order(self, x: Tensor, preds: Tensor, mask: Tensor) -> tuple:
         """Flip the backward DAG into a forward one: position t -> T-1-t (§3.1: the backward
         order (T, ..., 1) is a topological order of G_b)."""
@@ -284,7 +331,7 @@ class MAGEGRU(nn.Module):
             mask.unsqueeze(1).expand_as(preds), 2, preds.clamp(min=0)
         )
         row = torch.where(present, preds + 1, 0).permute(2, 0, 1)  # [T, B, E], 0 = zero state
-        gates_x = nn.functional.linear(x, self.weight_ih, self.bias_ih).transpose(0, 1)
+        gates_x = self.input_gates(x).transpose(0, 1)
         # the recurrence runs in the parameters' precision (float32 under autocast: on CUDA the
         # Function's custom_fwd casts, on CPU this does), only the input projection in bf16/fp16
         gates_x = gates_x.to(self.weight_hh.dtype)

@@ -49,10 +49,13 @@ from models.mage.data import (
     DATA_DEFAULTS,
     ReaderData,
     ReaderDataSettings,
+    batch_order,
     iterate_batches,
     load_reader_data,
+    make_batch,
 )
 from models.mage.readers import BiGRUReader, GAReader
+from models.mage.stacked import StackedReader
 from tasks.core import storage
 from tasks.core.checkpoints import (
     CheckpointMismatchError,
@@ -70,7 +73,7 @@ from tasks.core.settings import (
     parse_settings,
     settings_to_dict,
 )
-from tasks.core.tracking import log_dict, log_metrics, tracked_run
+from tasks.core.tracking import log_dict, log_metrics, tracked_run, tracked_runs
 from tasks.evaluation.qa import QAScore, subset_metrics
 from tasks.training.loop import (
     BEST,
@@ -80,6 +83,7 @@ from tasks.training.loop import (
     Precision,
     StepOutput,
     fit,
+    fit_lanes,
     load_best,
     torch_threads,
 )
@@ -150,6 +154,9 @@ class MageTrain(LoopSettings, ReaderDataSettings):
     lr: float = 1e-3
     weight_decay: float = 0.0
     pool_batches: int = 20  # length-bucketing pool (models.mage.data.batch_order)
+    # train the stage's seeds as one batched model (models/mage/stacked.py); each seed's
+    # result is the one it gets alone (to float tolerance), so this is a run-only setting
+    seeds_stacked: bool = False
 
 
 MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(MageModel())
@@ -443,6 +450,210 @@ def _nan_to(x: float, value: float = math.inf) -> float:
     return value if x is None or math.isnan(x) else x
 
 
+# --------------------------------------------------------------------------- seeds stacked
+
+
+def _seed_rows(k: int, items: int, per_seed: int) -> slice:
+    return slice(k * per_seed, k * per_seed + items)
+
+
+class StackedReaderRecipe:
+    """ReaderRecipe for K seeds trained as one batched model (models/mage/stacked.py), one lane
+    of the loop per seed (tasks/training/loop.py fit_lanes). Seed k is initialised, ordered
+    (its own batch order), dropped out (its own generator), clipped and selected as alone;
+    every batch folds the K seeds' own batches into one."""
+
+    log_keys = ("acc", "loss")
+
+    def __init__(self, data: ReaderData, mcfg: Mapping, tcfgs: Sequence[MageTrain], graphs):
+        differ = {k for t in tcfgs for k, v in settings_to_dict(t).items()
+                  if k != "seed" and v != getattr(tcfgs[0], k)}  # fmt: skip
+        if differ:
+            raise CorefreproError(f"stacked seeds must share every setting but the seed: {differ}")
+        self.data, self.mcfg, self.tcfgs, self.graphs = data, dict(mcfg), list(tcfgs), graphs
+        readers, generators = [], []
+        for t in tcfgs:  # each seed's model and dropout stream start as in a separate run
+            seed_everything(t.seed)
+            readers.append(build_model(mcfg, data))
+            generators.append(torch.Generator().manual_seed(0))
+            generators[-1].set_state(torch.get_rng_state())
+        self.model = StackedReader(readers, generators)
+        self.single = readers[0]  # reused to hand one seed's weights to a checkpoint
+        self.lanes = len(tcfgs)
+
+    def optimizer(self) -> tuple[torch.optim.Optimizer, None]:
+        t = self.tcfgs[0]  # Adam is element-wise: stacked, each seed's update is its own
+        return torch.optim.Adam(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay), None
+
+    def batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+        examples = self.data.splits["train"]
+        lengths = [e["length"] for e in examples]
+        orders = [batch_order(lengths, t.batch_size, shuffle=True, seed=t.seed, epoch=epoch,
+                              pool_batches=t.pool_batches) for t in self.tcfgs]  # fmt: skip
+        for idx in zip(*orders, strict=True):
+            yield self._fold([[examples[i] for i in part] for part in idx])
+
+    def _fold(self, parts: list[list[Mapping[str, Any]]]) -> dict[str, Any]:
+        """The seeds' batches as one, seed-major, each padded to b items with its first item;
+        the layout says where each seed's real part is (SeedDropout)."""
+        per_seed = max(len(part) for part in parts)
+        folded = [ex for part in parts for ex in part + [part[0]] * (per_seed - len(part))]
+        batch = make_batch(folded, len(self.data.classes))
+        widths = {
+            int(batch["tokens"].shape[1]): [max(len(ex["tokens"]) for ex in p) for p in parts],
+            int((batch["doc_span"][:, 1] - batch["doc_span"][:, 0]).max()): [
+                max(ex["doc_span"][1] - ex["doc_span"][0] for ex in p) for p in parts
+            ],
+        }
+        return {"batch": batch, "items": [len(p) for p in parts], "per_seed": per_seed,
+                "widths": widths}  # fmt: skip
+
+    def steps_per_epoch(self) -> int:
+        return math.ceil(len(self.data.splits["train"]) / self.tcfgs[0].batch_size)
+
+    def step(self, folded: Mapping[str, Any], device: torch.device) -> StepOutput:
+        batch = to_device(folded["batch"], device)
+        self.model.set_layout(folded["items"], folded["widths"])
+        log_p = self.model(batch)
+        total, lane_stats = None, []
+        for k, items in enumerate(folded["items"]):
+            rows = _seed_rows(k, items, folded["per_seed"])
+            item_loss, valid = nll(log_p[rows], batch["answer"][rows])
+            correct = int(((log_p[rows].argmax(-1) == batch["answer"][rows]) & valid).sum())
+            stats: dict[str, float] = {"correct": correct, "seen": items}
+            n_valid = int(valid.sum())
+            if n_valid:  # (a seed with nothing to learn from still takes Adam's step)
+                loss = item_loss[valid].mean()
+                total = loss if total is None else total + loss
+                stats |= {"loss_sum": float(loss.detach()) * n_valid, "loss_n": n_valid}
+            lane_stats.append(stats)
+        return StepOutput(total, {}, lane_stats)
+
+    def clip_gradients(self, clip: float) -> None:
+        """Each seed's gradient norm clipped on its own, as clip_grad_norm_ does alone."""
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads]).norm(dim=0)  # [K]
+        scale = (clip / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+
+    @torch.no_grad()
+    def evaluate(self, split: str, precision: Precision) -> list[dict[str, float]]:
+        """Every seed on the same evaluation batches: each batch repeated once per seed."""
+        self.model.eval()
+        scores = [QAScore(subsets=self.data.has_subsets) for _ in self.tcfgs]
+        examples = self.data.splits[split]
+        size = self.tcfgs[0].eval_batch_size
+        for idx in batch_order([e["length"] for e in examples], size):
+            part = [examples[i] for i in idx]
+            batch = to_device(make_batch(part * self.lanes, len(self.data.classes)),
+                              precision.device)  # fmt: skip
+            with precision.autocast():
+                log_p = self.model(batch)
+            inside = torch.tensor([ex["in_context"] for ex in part], dtype=torch.bool)
+            for k, score in enumerate(scores):
+                rows = _seed_rows(k, len(part), len(part))
+                answer = batch["answer"][rows]
+                hit = ((log_p[rows].argmax(-1) == answer) & (answer >= 0)).cpu()
+                item_loss, valid = nll(log_p[rows], answer)
+                score.add(hit, inside, item_loss, valid)
+        return [score.result() for score in scores]
+
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
+        return (dev["acc"], -_nan_to(dev["loss"])), dev["acc"]
+
+    def lane_model(self, k: int) -> torch.nn.Module:
+        self.single.load_state_dict(self.model.seed_state_dict(k))
+        return self.single
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return checkpoint_config(self.mcfg, self.data)
+
+    def checkpoint_info(self, k: int) -> dict[str, Any]:
+        return {"train_cfg": settings_to_dict(self.tcfgs[k]), "vocab": list(self.data.vocab.itos),
+                "classes": list(self.data.classes)}  # fmt: skip
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"config": self.checkpoint_config(), "graphs": sha256_of(self.graphs),
+                "seeds": [t.seed for t in self.tcfgs]}  # fmt: skip
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        return None
+
+
+def train_stacked(
+    graphs_path: str | Path,
+    task: str | Sequence[str],
+    model_cfg: Mapping[str, Any],
+    train_cfgs: Sequence[Mapping[str, Any]],
+    out_dirs: Sequence[str | Path],
+    *,
+    model_name: str | None = None,
+    track: bool = True,
+    data: ReaderData | None = None,
+) -> list[dict[str, Any]]:
+    """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
+    stacked model; each seed gets its own out_dir, metrics and MLflow run, as if alone."""
+    tcfgs = [resolve_train_cfg(t) for t in train_cfgs]
+    mcfg = resolve_model_cfg(model_cfg)
+    name = model_name or model_label(mcfg)
+    t0 = tcfgs[0]
+    with torch_threads(t0.threads):
+        if data is None:
+            data = load_reader_data(graphs_path, task, {k: getattr(t0, k) for k in DATA_DEFAULTS})
+    task_name = task if isinstance(task, str) else "+".join(task)
+    dataset = f"{data.corpus}/{task_name}"
+    data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
+    specs = [{"item": f"{name}-{task_name}", "dataset": dataset, "seed": t.seed,
+              "run_params": {"model": mcfg, "train": settings_to_dict(t), "data": data_params}}
+             for t in tcfgs]  # fmt: skip
+    tracking = tracked_runs("train_mage", specs) if track else contextlib.nullcontext(None)
+    with tracking as run_ids:
+        return _train_stacked(data, mcfg, tcfgs, [Path(d) for d in out_dirs], name, dataset,
+                              run_ids, graphs_path)  # fmt: skip
+
+
+def _train_stacked(data, mcfg, tcfgs, out_dirs, name, dataset, run_ids, graphs) -> list[dict]:
+    started = time.perf_counter()
+    if not data.splits["dev"]:
+        raise CorefreproError(f"{dataset}: no dev items: model selection needs a dev split")
+    recipe = StackedReaderRecipe(data, mcfg, tcfgs, graphs)
+    n_params = sum(p.numel() for p in recipe.single.parameters())
+    log.info("%s on %s: seeds %s stacked, %d train / %d dev items, %d parameters each", name,
+             dataset, [t.seed for t in tcfgs], len(data.splits["train"]),
+             len(data.splits["dev"]), n_params)  # fmt: skip
+    sinks = [
+        (lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
+        for r in (run_ids or [None] * len(tcfgs))
+    ]
+    names = [f"{name} {dataset} seed {t.seed}" for t in tcfgs]
+    fits = fit_lanes(recipe, tcfgs[0], out_dirs, names=names, log_metrics=sinks)
+    results = []
+    for k, (tcfg, result) in enumerate(zip(tcfgs, fits, strict=True)):
+        model = recipe.single  # the seed alone, from its best checkpoint, as load_best does
+        ckpt = load_checkpoint(result.best_path, recipe.checkpoint_config())
+        model.load_state_dict(ckpt["state_dict"])
+        model.to(result.precision.device)
+        with torch_threads(tcfg.threads):
+            kwargs = {"device": result.precision.device, "autocast": result.precision.autocast}
+            dev = evaluate(model, data, "dev", batch_size=tcfg.eval_batch_size, **kwargs)
+            test = (
+                evaluate(model, data, "test", batch_size=tcfg.eval_batch_size, **kwargs)
+                if data.splits["test"]
+                else None
+            )
+        metrics = _metrics(name, dataset, tcfg, result, dev, test, data, n_params, started)
+        metrics["stacked_with"] = [t.seed for t in tcfgs]
+        if run_ids:
+            log_metrics(_final_mlflow(metrics), run_id=run_ids[k])
+            log_dict(jsonable(result.history), HISTORY, run_id=run_ids[k])
+        results.append(metrics)
+    return results
+
+
 def restore(
     checkpoint: str | Path, model_cfg: Mapping[str, Any], data: ReaderData
 ) -> torch.nn.Module:
@@ -516,6 +727,7 @@ class TrainMageSettings:
 def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -> tuple:
     entry = dict(entry or {})
     train = entry.pop("train", None)
+    entry.pop("data", None)  # a graph run of the model's own (seed_plan)
     model = parse_settings(MageModel, {**cfg.model_defaults, **entry}, where)
     base = parse_settings(MageTrain, cfg.train, "train_mage.train")
     return model, override_settings(base, train, f"{where}.train")
@@ -525,8 +737,8 @@ def settings() -> TrainMageSettings:
     return parse_settings(TrainMageSettings, params("train_mage"), "train_mage")
 
 
-def graphs_path(cfg: TrainMageSettings) -> Path:
-    return resolve_path("data/graphs") / cfg.data / "graphs.parquet"
+def graphs_path(cfg: TrainMageSettings, run: str | None = None) -> Path:
+    return resolve_path("data/graphs") / (run or cfg.data) / "graphs.parquet"
 
 
 STAGE = "train_mage"
@@ -562,10 +774,13 @@ def seed_plan(model: str, task: str, seeds: Sequence[int] | None = None) -> list
         **(cfg.task_settings.get(task) or {}),
         **(model_cfg.pop("train", None) or {}),
     }
+    # a model entry may read its own graph run (data: <run>), e.g. the coreference placement
+    # ablation (graphs@<run>-sentence) trained beside the paper's placement
+    graphs = graphs_path(cfg, model_cfg.pop("data", None))
     seeds = list(seeds) if seeds else [int(s) for s in cfg.seeds]
     return [
         {
-            "graphs": str(graphs_path(cfg)),
+            "graphs": str(graphs),
             "model": model,
             "task": task,
             "labels": labels,
@@ -596,6 +811,7 @@ def train_seed(
         model_name=model,
     )
     metrics["task"] = task
+    metrics.update(_placement(graphs))
     metrics["settings_fingerprint"] = settings_fingerprint(
         sha256_of(graphs), labels, model_cfg, train_cfg
     )
@@ -603,8 +819,43 @@ def train_seed(
     return metrics
 
 
+def _placement(graphs: str | Path) -> dict[str, str]:
+    """{"coref_placement": ...} where the graph table's coreference edges are not placed as in
+    the paper (tasks/graphs/dags.py PLACEMENTS; the report's ablation reads it); else {}."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(graphs).metadata or {}
+    placement = meta.get(b"coreference_placement", b"paper").decode()
+    return {} if placement == "paper" else {"coref_placement": placement}
+
+
+def stacked(plans: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the seeds of a plan train stacked (train.seeds_stacked, more than one seed)."""
+    return len(plans) > 1 and bool(plans[0]["train_cfg"].get("seeds_stacked"))
+
+
+def train_seeds_stacked(plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """train_seed for every seed of a plan at once (train_stacked): the same artifacts per
+    seed (best.pt, history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
+    first = plans[0]
+    labels, task = first["labels"], first["task"]
+    results = train_stacked(
+        first["graphs"], labels if labels != [task] else task, first["model_cfg"],
+        [p["train_cfg"] for p in plans], [p["out_dir"] for p in plans], model_name=first["model"],
+    )  # fmt: skip
+    graphs_sha = sha256_of(first["graphs"])
+    for plan, metrics in zip(plans, results, strict=True):
+        metrics["task"] = task
+        metrics.update(_placement(first["graphs"]))
+        metrics["settings_fingerprint"] = settings_fingerprint(
+            graphs_sha, labels, plan["model_cfg"], plan["train_cfg"]
+        )
+        storage.write_metrics(Path(plan["out_dir"]) / SEED_METRICS, jsonable(metrics))
+    return results
+
+
 # train settings that do not change what a seed learns (how fast, or how it logs)
-_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume")
+_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume", "seeds_stacked")
 
 
 def settings_fingerprint(
@@ -675,7 +926,7 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         "test_error_std": float(np.std(errors)) if errors else None,
         # timings go to logs/timings (storage.write_metrics); collected seeds have none
         "wall_time_s": round(sum(m.get("wall_time_s") or 0.0 for m in results), 2),
-        **{k: chosen[k] for k in ("subsets", "split_notes") if chosen.get(k)},
+        **{k: chosen[k] for k in ("subsets", "split_notes", "coref_placement") if chosen.get(k)},
         "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
     out = jsonable(out)

@@ -229,7 +229,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _open(stage: str, run_name: str, tags: Mapping[str, str]) -> Any:
+def _experiment(stage: str) -> str:
+    """The experiment `<stage>` (created on first use, tagged as model training); its id."""
     import mlflow
 
     uri = tracking_uri()
@@ -243,8 +244,14 @@ def _open(stage: str, run_name: str, tags: Mapping[str, str]) -> Any:
         elif any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
             for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
                 mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
-    experiment = mlflow.set_experiment(stage)
-    _mark_stale_runs(experiment.experiment_id, run_name)
+    return mlflow.set_experiment(stage).experiment_id
+
+
+def _open(stage: str, run_name: str, tags: Mapping[str, str]) -> Any:
+    import mlflow
+
+    experiment_id = _experiment(stage)
+    _mark_stale_runs(experiment_id, run_name)
     return mlflow.start_run(run_name=run_name, tags=dict(tags))
 
 
@@ -277,6 +284,27 @@ def _terminate_as_exception() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
+def _run_name_tags(stage, item, dataset, seed, tags) -> tuple[str, dict[str, str]]:
+    """As the DVC stage (and the Prefect task run): train_mage@bigru-syn2/seed1, report."""
+    if stage not in PAPERS:
+        raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
+    dvc_stage = os.environ.get("DVC_STAGE")
+    run_name = (f"{stage}@{item}" if item else stage) + (f"/seed{seed}" if seed is not None else "")
+    all_tags = {
+        "paper": PAPERS[stage] or "none",
+        "item": item,
+        "dataset": dataset,
+        "seed": str(seed),
+        "git_sha": git_sha(),
+        "dvc_stage": dvc_stage or "none",
+        "dvc_lock_hash": stage_lock_hash(dvc_stage),
+        "corefrepro.pid": str(os.getpid()),
+        "corefrepro.host": socket.gethostname(),
+        **(tags or {}),
+    }
+    return run_name, all_tags
+
+
 @contextlib.contextmanager
 def tracked_run(
     stage: str,
@@ -295,23 +323,7 @@ def tracked_run(
     an error, KILLED on Ctrl-C or SIGTERM; one left RUNNING by a killed process is marked
     FAILED when the same stage item starts again.
     """
-    if stage not in PAPERS:
-        raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
-    dvc_stage = os.environ.get("DVC_STAGE")
-    # as the DVC stage (and the Prefect task run): train_mage@bigru-syn2/seed1, report
-    run_name = (f"{stage}@{item}" if item else stage) + (f"/seed{seed}" if seed is not None else "")
-    all_tags = {
-        "paper": PAPERS[stage] or "none",
-        "item": item,
-        "dataset": dataset,
-        "seed": str(seed),
-        "git_sha": git_sha(),
-        "dvc_stage": dvc_stage or "none",
-        "dvc_lock_hash": stage_lock_hash(dvc_stage),
-        "corefrepro.pid": str(os.getpid()),
-        "corefrepro.host": socket.gethostname(),
-        **(tags or {}),
-    }
+    run_name, all_tags = _run_name_tags(stage, item, dataset, seed, tags)
     _tracking_failed.value = False
     opened, run = _retry(f"open run {run_name}", lambda: _open(stage, run_name, all_tags))
     if not opened:
@@ -337,6 +349,47 @@ def tracked_run(
         _tracking_failed.value = False
 
 
+@contextlib.contextmanager
+def tracked_runs(stage: str, runs: list[Mapping[str, Any]]) -> Iterator[list[str] | None]:
+    """Several runs open at once, each as tracked_run would open it (runs: its keyword
+    arguments item, dataset, seed, run_params, tags), for models trained together (seeds
+    stacked); yields their run ids, to log to with log_metrics(..., run_id=), or None when
+    the store cannot be reached (the work goes on without it)."""
+    from mlflow.entities import Param
+    from mlflow.tracking import MlflowClient
+
+    def open_all() -> list[str]:
+        experiment = _experiment(stage)
+        client = MlflowClient()
+        ids = []
+        for spec in runs:
+            name, tags = _run_name_tags(stage, spec["item"], spec["dataset"], spec.get("seed"),
+                                        spec.get("tags"))  # fmt: skip
+            run = client.create_run(experiment, run_name=name, tags=tags)
+            flat = _flatten(spec.get("run_params") or {})
+            params_ = [Param(k, str(v)[:6000]) for k, v in flat.items()]
+            client.log_batch(run.info.run_id, params=params_)
+            ids.append(run.info.run_id)
+        return ids
+
+    opened, ids = _retry(f"open {len(runs)} runs of {stage}", open_all)
+    if not opened:
+        yield None
+        return
+    status = "FAILED"
+    try:
+        with _terminate_as_exception():
+            yield ids
+        status = "FINISHED"
+    except (KeyboardInterrupt, Terminated):
+        status = "KILLED"
+        raise
+    finally:
+        for run_id in ids:
+            _retry(f"end run {run_id} as {status}",
+                   lambda r=run_id: MlflowClient().set_terminated(r, status))  # fmt: skip
+
+
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -353,12 +406,29 @@ def _log(what: str, call: Callable[[], Any]) -> None:
         _tracking_failed.value = True
 
 
-def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> None:
-    """Log the finite numbers of `metrics` to the active run (None, NaN and text skipped)."""
+def _log_to(run_id: str, what: str, call: Callable[[], Any]) -> None:
+    """A tracking call into a run that is not the active one (tracked_runs), retried."""
+    if _tracking_ok() and run_id is not None:
+        _retry(what, call)
+
+
+def log_metrics(
+    metrics: Mapping[str, Any], step: int | None = None, run_id: str | None = None
+) -> None:
+    """Log the finite numbers of `metrics` to the active run, or to run_id (None, NaN and
+    text skipped)."""
     import mlflow
 
     values = {k: float(v) for k, v in metrics.items() if _finite(v)}
-    _log("log metrics", lambda: mlflow.log_metrics(values, step=step))
+    if run_id is None:
+        _log("log metrics", lambda: mlflow.log_metrics(values, step=step))
+        return
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    now = int(time.time() * 1000)
+    batch = [Metric(k, v, now, step or 0) for k, v in values.items()]
+    _log_to(run_id, "log metrics", lambda: MlflowClient().log_batch(run_id, metrics=batch))
 
 
 def log_params(values: Mapping[str, Any]) -> None:
@@ -367,10 +437,14 @@ def log_params(values: Mapping[str, Any]) -> None:
     _log("log params", lambda: mlflow.log_params(dict(values)))
 
 
-def log_dict(obj: Any, name: str) -> None:
+def log_dict(obj: Any, name: str, run_id: str | None = None) -> None:
     import mlflow
 
-    _log(f"log {name}", lambda: mlflow.log_dict(obj, name))
+    if run_id is None:
+        _log(f"log {name}", lambda: mlflow.log_dict(obj, name))
+    else:
+        _log_to(run_id, f"log {name}",
+                lambda: mlflow.tracking.MlflowClient().log_dict(run_id, obj, name))  # fmt: skip
 
 
 def log_checkpoint(path: str | Path) -> None:

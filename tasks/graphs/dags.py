@@ -26,6 +26,17 @@ a mention are linked only sequentially. Two mentions of one chain that overlap (
 crossing) give no forward edge (last token of the first >= first token of the second); such
 pairs are skipped and counted.
 
+Placement (graphs.coref_placement, issue #15.3) -- an ablation the paper does not have:
+"paper" is the placement above; "sentence" anchors each edge at the sentences around the
+mentions instead: in the forward DAG the edge leaves from the last token of the sentence of
+the previous mention (and enters the next mention at its first token), in the backward DAG it
+leaves from the first token of the sentence of the next mention (and enters the previous
+mention at its last token). Sentences end at . ? ! and at segment boundaries; two mentions in
+one sentence keep the paper's edge (counted: coref_same_sentence_pairs). The released code has
+no bAbI graphs: its master branch (WikiHop) builds the mention edges above; its LAMBADA-era
+loader (utils/MiniBatchLoader.py at commit 1dbe71d) reads precomputed token triples from
+.coref_onehot files whose construction is not released.
+
 Edge types live in a registry (EDGE_TYPES); a type builds its original edges E_0 from the
 concatenated sequence, so hypernymy or dependency edges can be added without touching the
 decomposition.
@@ -50,6 +61,8 @@ Span = tuple[int, int, int]  # (start, end exclusive, cluster)
 Edge = tuple[int, int]  # (source, target) token indices of the concatenated sequence
 
 ON_CONFLICT = ("error", "nearest")
+PLACEMENTS = ("paper", "sentence")  # where a coreference edge leaves/enters (module docstring)
+SENTENCE_ENDS = frozenset({".", "?", "!"})
 DEFAULT_EDGE_TYPES = ("sequential", "coreference")
 
 
@@ -123,6 +136,9 @@ class EdgeType:
     build: EdgeBuilder
     forward_only: bool = True
     doc: str = ""
+    # the inverse type's edges, when they are not the original edges reversed (placement
+    # "sentence"); given as (source, target) pairs of the backward direction
+    build_inverse: EdgeBuilder | None = None
 
 
 def sequential_edges(seq: Concatenation, stats: Counter) -> list[Edge]:
@@ -144,6 +160,80 @@ def coreference_edges(seq: Concatenation, stats: Counter) -> list[Edge]:
             else:
                 stats["coref_overlapping_pairs_skipped"] += 1
     return edges
+
+
+def sentence_bounds(seq: Concatenation) -> list[tuple[int, int]]:
+    """(first, last) token of each token's sentence: sentences end at . ? ! and at segment
+    boundaries (context and query are separate sequences, §3.3)."""
+    n = len(seq.tokens)
+    cuts = sorted(
+        {*seq.segment_starts, n} | {i + 1 for i, t in enumerate(seq.tokens) if t in SENTENCE_ENDS}
+    )
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for cut in cuts:
+        if cut > start:
+            bounds.extend([(start, cut - 1)] * (cut - start))
+            start = cut
+    return bounds
+
+
+def _chain_pairs(seq: Concatenation) -> Iterable[tuple[Span, Span]]:
+    """Consecutive mentions of each chain, chains in cluster order."""
+    chains: dict[int, list[Span]] = defaultdict(list)
+    for span in seq.mentions:
+        chains[span[2]].append(span)
+    for cluster in sorted(chains):
+        yield from zip(chains[cluster], chains[cluster][1:], strict=False)
+
+
+def coreference_sentence_edges(seq: Concatenation, stats: Counter) -> list[Edge]:
+    """Forward DAG, placement "sentence": end of the previous mention's sentence -> first token
+    of the next mention (the paper's edge when both lie in one sentence)."""
+    bounds = sentence_bounds(seq)
+    edges: list[Edge] = []
+    for (_, prev_end, _), (next_start, _, _) in _chain_pairs(seq):
+        if prev_end - 1 >= next_start:
+            stats["coref_overlapping_pairs_skipped"] += 1
+            continue
+        source = bounds[prev_end - 1][1]
+        if source >= next_start:
+            source = prev_end - 1
+            stats["coref_same_sentence_pairs"] += 1
+        edges.append((source, next_start))
+    return edges
+
+
+def coreference_sentence_inverse(seq: Concatenation, stats: Counter) -> list[Edge]:
+    """Backward DAG, placement "sentence": start of the next mention's sentence -> last token
+    of the previous mention (the paper's inverse edge when both lie in one sentence)."""
+    bounds = sentence_bounds(seq)
+    edges: list[Edge] = []
+    for (_, prev_end, _), (next_start, _, _) in _chain_pairs(seq):
+        if prev_end - 1 >= next_start:
+            continue  # counted by the forward builder
+        source = bounds[next_start][0]
+        edges.append((source if source > prev_end - 1 else next_start, prev_end - 1))
+    return edges
+
+
+COREFERENCE_SENTENCE = EdgeType(
+    "coreference",
+    "coreference_inverse",
+    coreference_sentence_edges,
+    doc="forward: end of the previous mention's sentence -> first token of the next mention; "
+    "backward: start of the next mention's sentence -> last token of the previous mention",
+    build_inverse=coreference_sentence_inverse,
+)
+
+
+def with_placement(edge_types: Sequence[str | EdgeType], placement: str) -> list[str | EdgeType]:
+    """The edge types with coreference placed as `placement` (PLACEMENTS)."""
+    if placement not in PLACEMENTS:
+        raise GraphError(f"coreference placement must be one of {PLACEMENTS}, not {placement!r}")
+    if placement == "paper":
+        return list(edge_types)
+    return [COREFERENCE_SENTENCE if et == "coreference" else et for et in edge_types]
 
 
 EDGE_TYPES: dict[str, EdgeType] = {}
@@ -295,7 +385,11 @@ def decompose(
                     f"but built the backward edge ({src}, {dst})"
                 )
         stats[f"edges_{et.name}"] += len(original)
-        inverse = {(dst, src) for src, dst in original}
+        inverse = (
+            set(et.build_inverse(seq, stats))
+            if et.build_inverse is not None
+            else {(dst, src) for src, dst in original}
+        )
         # §3.1: E_f = {(x_i, x_j, e) in E : i < j}, E_b = {(x_i, x_j, e) in E : i > j}; for a
         # forward_only type E_f holds only e and E_b only e' (edge_type_names drops the rest)
         for name, edges in ((et.name, original), (et.inverse, inverse)):
@@ -407,11 +501,16 @@ class GraphBuild:
 def graph_metadata(edge_types: Sequence[str | EdgeType], **extra: Any) -> dict[str, str]:
     """Table metadata naming the outer lists of GRAPHS.forward/backward (JSON strings)."""
     f_names, b_names = edge_type_names(edge_types)
+    placed = COREFERENCE_SENTENCE in edge_types
     meta = {
         "forward_edge_types": json.dumps(f_names),
         "backward_edge_types": json.dumps(b_names),
-        "coreference_edge": "last token of a mention -> first token of the chain's next mention",
+        "coreference_edge": COREFERENCE_SENTENCE.doc
+        if placed
+        else "last token of a mention -> first token of the chain's next mention",
     }
+    if placed:
+        meta["coreference_placement"] = "sentence"
     meta.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in extra.items()})
     return meta
 
@@ -458,9 +557,11 @@ def build_graphs(
     edge_types: Sequence[str | EdgeType] = DEFAULT_EDGE_TYPES,
     on_conflict: str = "error",
     annotator: str | None = None,
+    placement: str = "paper",
 ) -> GraphBuild:
     """GRAPHS rows for a corpus: one per item (context prefix + query, §3.3) where the corpus
-    has items, else one per document. Rows are sorted by graph_id.
+    has items, else one per document. Rows are sorted by graph_id. `placement`: where a
+    coreference edge leaves and enters a mention (PLACEMENTS, module docstring).
 
     Item graphs: the context is the first context_end tokens of the item's document; document
     mentions crossing context_end are dropped and counted (stats
@@ -469,6 +570,7 @@ def build_graphs(
     item_id); an empty sequence (LAMBADA's query) is left out, so such graphs hold the context
     alone.
     """
+    edge_types = with_placement(edge_types, placement)
     docs = {r["doc_id"]: r for r in as_rows(documents)}
     item_rows = as_rows(items)
     doc_mentions = group_mentions(mentions, annotator=annotator)
@@ -539,6 +641,7 @@ def build_graphs(
 
 __all__ = [
     "DEFAULT_EDGE_TYPES",
+    "PLACEMENTS",
     "EDGE_TYPES",
     "Concatenation",
     "EdgeType",

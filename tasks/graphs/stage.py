@@ -41,6 +41,9 @@ class GraphSettings:
     seed: int = 13  # per-item order of context and query (MAGE §3.3)
     edge_types: list[str] = field(default_factory=lambda: ["sequential", "coreference"])
     on_conflict: Literal["error", "nearest"] = "nearest"
+    # where a coreference edge leaves/enters a mention (tasks/graphs/dags.py PLACEMENTS);
+    # "sentence" is an ablation the paper does not have, written as graphs@<run>-sentence
+    coref_placement: Literal["paper", "sentence"] = "paper"
 
 
 @dataclass
@@ -115,9 +118,17 @@ def _write(run: str, stage: str, kind: str, rows: Any, meta: Mapping, report: di
     return report
 
 
-def build_mage_graphs(run: str) -> dict[str, Any]:
-    """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed."""
+def placement_run(run: str, placement: str) -> str:
+    """The graph run of a placement: <run> for the paper's, <run>-<placement> otherwise, so the
+    tables sit side by side (data/graphs/<run>-sentence/graphs.parquet)."""
+    return run if placement == "paper" else f"{run}-{placement}"
+
+
+def build_mage_graphs(run: str, placement: str | None = None) -> dict[str, Any]:
+    """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed; with a
+    coreference placement other than the paper's, written as graphs@<run>-<placement>."""
     cfg = _settings("graphs")
+    placement = placement or cfg["coref_placement"]
     data = _inputs(run, items=True)
     graphs = build_graphs(
         data["documents"],
@@ -127,12 +138,13 @@ def build_mage_graphs(run: str) -> dict[str, Any]:
         seed=cfg["seed"],
         edge_types=cfg["edge_types"],
         on_conflict=cfg["on_conflict"],
+        placement=placement,
     )
     _log_dropped(run, "graphs", graphs.stats)
-    log.info("%s: %d graphs", run, len(graphs.rows))
+    log.info("%s: %d graphs (coreference placement %s)", run, len(graphs.rows), placement)
     report = {"graphs": len(graphs.rows), "graph_stats": dict(sorted(graphs.stats.items()))}
     meta = {**_meta(run, data["entry"]), **graphs.metadata}
-    return _write(run, "graphs", GRAPHS, graphs.rows, meta, report)
+    return _write(placement_run(run, placement), "graphs", GRAPHS, graphs.rows, meta, report)
 
 
 def build_entitynlm(run: str) -> dict[str, Any]:

@@ -368,12 +368,57 @@ def render(
 def render_unmatched(
     tables: Sequence[Mapping], runs: Sequence[Run], papers: Mapping, annotation: str | None
 ) -> list[str]:
-    """The runs no table matched, so that no measured number goes unreported."""
+    """The coreference placement ablation where measured, then the runs no table matched, so
+    that no measured number goes unreported."""
+    lines = render_placement(runs)
     others = [r for r in runs if not any(_matches(t, r) for t in tables)]
     if not others:
-        return []
+        return lines
     other = {"title": "Other measured runs (no paper table matches them)", "paper": None}
-    return render_runs(other, others, papers, annotation)
+    return lines + render_runs(other, others, papers, annotation)
+
+
+PLACEMENT_SUFFIX = "-sentence"  # train_mage.models.<model>-sentence: {..., data: <run>-sentence}
+
+
+def render_placement(runs: Sequence[Run]) -> list[str]:
+    """Ablation the paper does not have (issue #15.3): where a coreference edge leaves and
+    enters a mention -- the paper's placement (last token -> first token of the next mention)
+    beside the sentence-anchored one (graphs.coref_placement sentence). A run is on the
+    sentence placement when its metrics say so (coref_placement, from the graph table); its
+    paper-placement counterpart is the model key without "-sentence" on the same task."""
+    sentence = [r for r in runs if r.metrics.get("coref_placement") == "sentence"]
+    if not sentence:
+        return []
+    by_key = {(r.model, r.task): r for r in runs if not r.metrics.get("coref_placement")}
+    header = ["model", "task", "test error % (paper placement)", "test error % (sentence)"]
+    header += ["Δ (sentence − paper)", "seeds", "epochs (best)", "data (sentence)"]
+    rows = []
+    for run in sorted(sentence, key=lambda r: (r.model, _task_key(r.task))):
+        base_model = run.model.removesuffix(PLACEMENT_SUFFIX)
+        base = by_key.get((base_model, run.task))
+        ours, theirs = metric(run.metrics, "test_error"), None
+        theirs = metric(base.metrics, "test_error") if base else None
+        delta = fmt(100 * (ours - theirs), 1) if ours is not None and theirs is not None else DASH
+        m = run.metrics
+        rows.append([
+            f"`{base_model}`", run.task,
+            fmt(100 * theirs, 1) if theirs is not None else DASH,
+            fmt(100 * ours, 1) if ours is not None else DASH, delta,
+            str(m.get("seeds", DASH)), f"{m.get('epochs_run', DASH)} ({m.get('best_epoch', DASH)})",
+            str(m.get("dataset") or DASH),
+        ])  # fmt: skip
+    lines = ["### Ablation (not in the paper): coreference edge placement", ""]
+    lines += [
+        "Where a coreference edge leaves and enters a mention. Paper: from the last token of a "
+        "mention to the first token of the chain's next mention (the authors' released code, "
+        "bdhingra/coref-gru utils/MiniBatchLoader.py). Sentence: in the forward DAG from the "
+        "end of the previous mention's sentence, in the backward DAG from the start of the next "
+        "mention's sentence (tasks/graphs/dags.py). The paper reports no such ablation.",
+        "",
+    ]
+    lines += _md_table(header, rows)
+    return lines + ["", "Metrics files: " + ", ".join(r.path for r in sentence) + ".", ""]
 
 
 def _paper_value(table: Mapping, run: Run) -> float | None:

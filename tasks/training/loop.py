@@ -8,6 +8,14 @@ last.pt for resuming), one MLflow point per epoch, progress on a terminal and on
 epoch. Model selection reads the DEV split only; the test split is the family's business after
 `fit` returns, with the best checkpoint (`load_best`).
 
+Lanes (issue #15.1): a recipe that trains several models at once as one batched computation
+(models/mage/stacked.py: K seeds stacked) declares `lanes` (their number) and reports per lane:
+step() gives StepOutput.lane_stats, evaluate() a list of dev dicts, lane_model(k) the model
+to checkpoint, checkpoint_info(k) its extras. `fit_lanes` then keeps for each lane what `fit`
+keeps for one model -- learning curve, best-on-dev selection and checkpoint, early stopping --
+in its own directory; a lane that stops early is left out of later epochs' bookkeeping (the
+recipe may keep computing it). A recipe may define clip_gradients(clip) to clip per lane.
+
 Resume: with `resume`, last.pt is written after every epoch with the optimizer, schedule and
 RNG states and a fingerprint of everything the result depends on (the recipe's and model's
 code and this loop's, model and data encoding, data, training settings but the run-only ones). A later run continues from it only when the
@@ -73,6 +81,7 @@ class StepOutput:
 
     loss: torch.Tensor | None
     stats: dict[str, float] = field(default_factory=dict)
+    lane_stats: list[dict[str, float]] | None = None  # per lane, for recipes with lanes
 
 
 class Recipe(Protocol):
@@ -185,22 +194,36 @@ def _progress(batches: Iterable[Any], label: str, total: int | None) -> Iterable
     return tqdm(batches, total=total, desc=label, leave=False, dynamic_ncols=True)
 
 
-def _optimizer_step(loss, optimizer, scheduler, scaler, params, clip: float) -> None:
+def _optimizer_step(loss, optimizer, scheduler, scaler, params, clip: float, recipe) -> None:
     optimizer.zero_grad(set_to_none=True)
     scaler.scale(loss).backward()
     scaler.unscale_(optimizer)
-    torch.nn.utils.clip_grad_norm_(params, clip)
+    if hasattr(recipe, "clip_gradients"):  # e.g. per stacked seed
+        recipe.clip_gradients(clip)
+    else:
+        torch.nn.utils.clip_grad_norm_(params, clip)
     scaler.step(optimizer)
     scaler.update()
     if scheduler is not None:
         scheduler.step()
 
 
+def _lane_count(recipe) -> int:
+    return int(getattr(recipe, "lanes", 0) or 0)
+
+
+def _add(sums: dict[str, float], stats: Mapping[str, float]) -> None:
+    for key, value in stats.items():
+        sums[key] = sums.get(key, 0.0) + value
+
+
 def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, settings, name):
-    """One pass over the training batches; returns the summed step statistics."""
+    """One pass over the training batches; returns the summed step statistics (per lane for
+    a recipe with lanes: a list, else one dict)."""
     recipe.model.train()
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = {}
+    lane_sums: list[dict[str, float]] = [{} for _ in range(_lane_count(recipe))]
     started = last_log = time.perf_counter()
     total = recipe.steps_per_epoch() if hasattr(recipe, "steps_per_epoch") else None
     batches = _progress(recipe.batches(epoch), f"{name} epoch {epoch}", total)
@@ -208,16 +231,19 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
         with precision.autocast():
             out = recipe.step(batch, precision.device)
         if out.loss is not None:
-            _optimizer_step(out.loss, optimizer, scheduler, scaler, params, settings.clip)
-        for key, value in out.stats.items():
-            sums[key] = sums.get(key, 0.0) + value
+            _optimizer_step(out.loss, optimizer, scheduler, scaler, params, settings.clip,
+                            recipe)  # fmt: skip
+        _add(sums, out.stats)
+        for lane, stats in zip(lane_sums, out.lane_stats or [], strict=False):
+            _add(lane, stats)
+            _add(sums, stats)
         now = time.perf_counter()
         if settings.log_every_s and now - last_log >= settings.log_every_s:
             last_log = now
             loss = sums.get("loss_sum", 0.0) / max(sums.get("loss_n", 0.0), 1.0)
             log.info("  %s epoch %d: batch %d, train loss %.4f (%.0f s)", name, epoch, b, loss,
                      now - started)  # fmt: skip
-    return sums
+    return lane_sums if lane_sums else sums
 
 
 def _epoch_row(epoch: int, sums: Mapping[str, float], dev: Mapping[str, Any], lr: float) -> dict:
@@ -304,6 +330,19 @@ def _save_last(path, recipe, optimizer, scheduler, scaler, state, expected: dict
     )  # fmt: skip
 
 
+@dataclass
+class _Lane:
+    """One model the loop selects and checkpoints: its directory, name, metric sink, state."""
+
+    out_dir: Path
+    name: str
+    log_metrics: Callable[[Mapping[str, float], int | None], None] | None
+    state: LoopState = field(default_factory=LoopState)
+
+    def active(self, settings: LoopSettings) -> bool:
+        return self.state.epoch < int(settings.epochs) and not self.state.stopped_early
+
+
 def fit(
     recipe: Recipe,
     settings: LoopSettings,
@@ -315,61 +354,107 @@ def fit(
     """Train `recipe.model` for settings.epochs epochs with best-on-dev selection; writes
     <out_dir>/best.pt (and last.pt with resume) and history.json. The recipe's model must be
     initialised (seeded) by the caller; the loop moves it to the chosen device."""
-    out_dir = Path(out_dir)
+    if _lane_count(recipe):
+        raise TypeError(f"{type(recipe).__name__} trains {recipe.lanes} lanes: use fit_lanes")
+    return _fit(recipe, settings, [_Lane(Path(out_dir), name, log_metrics)])[0]
+
+
+def fit_lanes(
+    recipe: Recipe,
+    settings: LoopSettings,
+    out_dirs: list[str | Path],
+    *,
+    names: list[str],
+    log_metrics: list[Callable[[Mapping[str, float], int | None], None] | None] | None = None,
+) -> list[Fit]:
+    """`fit` for a recipe with lanes (several models trained as one computation, e.g. seeds
+    stacked): lane k is selected, stopped and checkpointed in out_dirs[k] as `fit` would do for
+    it alone. No resume (last.pt) for lanes."""
+    if _lane_count(recipe) != len(out_dirs) or len(names) != len(out_dirs):
+        raise ValueError(f"recipe has {_lane_count(recipe)} lanes, {len(out_dirs)} out_dirs, "
+                         f"{len(names)} names")  # fmt: skip
+    if settings.resume:
+        raise ValueError("resume is not supported for lanes (stacked seeds): set resume false")
+    sinks = log_metrics or [None] * len(out_dirs)
+    lanes = [_Lane(Path(d), n, f) for d, n, f in zip(out_dirs, names, sinks, strict=True)]
+    return _fit(recipe, settings, lanes)
+
+
+def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit]:
     precision = Precision.choose(settings)
     started = time.perf_counter()
+    resumed_from = 0
     with torch_threads(settings.threads):
         recipe.model.to(precision.device)
         optimizer, scheduler = recipe.optimizer()
         scaler = precision.scaler()
         expected = fingerprint(recipe, settings)
-        state = _resume(recipe, optimizer, scheduler, scaler, out_dir / LAST, expected, settings)
-        resumed_from = state.epoch
-        while state.epoch < int(settings.epochs) and not state.stopped_early:
-            _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings, name,
-                       out_dir, log_metrics)  # fmt: skip
+        last = lanes[0].out_dir / LAST
+        if len(lanes) == 1 and not _lane_count(recipe):
+            lanes[0].state = _resume(recipe, optimizer, scheduler, scaler, last, expected, settings)
+            resumed_from = lanes[0].state.epoch
+        while running := [lane for lane in lanes if lane.active(settings)]:
+            _run_epoch(recipe, lanes, optimizer, scheduler, scaler, precision, settings)
             if settings.resume:
-                _save_last(out_dir / LAST, recipe, optimizer, scheduler, scaler, state, expected)
-            state.stopped_early = _should_stop(state, settings, started, name)
-        write_metrics(out_dir / HISTORY, jsonable(state.history))
-    if log_metrics is not None:  # a tracked run: the best checkpoint goes with its curves
-        log_checkpoint(out_dir / BEST)
-    return Fit(
-        history=state.history,
-        best_epoch=state.best_epoch,
-        epochs_run=state.epoch,
-        stopped_early=state.stopped_early,
-        train_time_s=time.perf_counter() - started,
-        best_path=out_dir / BEST,
-        precision=precision,
-        resumed_from=resumed_from,
-    )
+                _save_last(last, recipe, optimizer, scheduler, scaler, lanes[0].state, expected)
+            for lane in running:
+                lane.state.stopped_early = _should_stop(lane.state, settings, started, lane.name)
+        for lane in lanes:
+            write_metrics(lane.out_dir / HISTORY, jsonable(lane.state.history))
+    if len(lanes) == 1 and lanes[0].log_metrics is not None:  # a tracked run: the best
+        log_checkpoint(lanes[0].out_dir / BEST)  # checkpoint goes with its curves
+    return [
+        Fit(
+            history=lane.state.history,
+            best_epoch=lane.state.best_epoch,
+            epochs_run=lane.state.epoch,
+            stopped_early=lane.state.stopped_early,
+            train_time_s=time.perf_counter() - started,
+            best_path=lane.out_dir / BEST,
+            precision=precision,
+            resumed_from=resumed_from,
+        )
+        for lane in lanes
+    ]
 
 
-def _run_epoch(recipe, state, optimizer, scheduler, scaler, precision, settings, name, out_dir,
-               log_metrics) -> None:  # fmt: skip
-    """Train one epoch, evaluate on dev, keep the best checkpoint, record the curve."""
-    state.epoch += 1
+def _run_epoch(recipe, lanes: list[_Lane], optimizer, scheduler, scaler, precision,
+               settings) -> None:  # fmt: skip
+    """Train one epoch, evaluate on dev, keep each lane's best checkpoint, record the curves."""
+    active = [k for k, lane in enumerate(lanes) if lane.active(settings)]
+    for k in active:
+        lanes[k].state.epoch += 1
+    epoch = lanes[active[0]].state.epoch
     t0 = time.perf_counter()
-    sums = _train_epoch(recipe, state.epoch, optimizer, scheduler, scaler, precision, settings,
-                        name)  # fmt: skip
+    sums = _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, settings,
+                        lanes[0].name if len(lanes) == 1 else f"{len(active)} lanes")  # fmt: skip
     train_time = time.perf_counter() - t0
     dev = recipe.evaluate("dev", precision)
-    row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
+    sums, dev = (sums, dev) if _lane_count(recipe) else ([sums], [dev])
     timing = {"train_time_s": train_time, "epoch_time_s": time.perf_counter() - t0}
+    for k in active:
+        _record(recipe, k, lanes[k], sums[k], dev[k], optimizer, settings, timing)
+
+
+def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing) -> None:
+    """One lane's epoch: the row of its curve, selection, its best checkpoint, its log."""
+    state, lanes = lane.state, _lane_count(recipe)
+    row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
     key, patience_value = recipe.selection(dev)
     improved = _select(state, key, patience_value)
     if improved:
+        model = recipe.lane_model(k) if lanes else recipe.model
+        info = recipe.checkpoint_info(k) if lanes else recipe.checkpoint_info()
         save_checkpoint(
-            out_dir / BEST, recipe.model, recipe.checkpoint_config(), epoch=state.epoch,
-            dev=jsonable(dict(dev)), **recipe.checkpoint_info(),
+            lane.out_dir / BEST, model, recipe.checkpoint_config(), epoch=state.epoch,
+            dev=jsonable(dict(dev)), **info,
         )  # fmt: skip
     row["best"] = improved
     state.history.append(row)  # no wall-clock figures: last.pt and history.json stay byte-stable
-    if log_metrics is not None:
+    if lane.log_metrics is not None:
         shown = {k: v for k, v in row.items() if k not in ("epoch", "best")}
-        log_metrics({**shown, **timing}, state.epoch)
-    _log_epoch(name, settings, row, improved, getattr(recipe, "log_keys", None),
+        lane.log_metrics({**shown, **timing}, state.epoch)
+    _log_epoch(lane.name, settings, row, improved, getattr(recipe, "log_keys", None),
                timing["epoch_time_s"])  # fmt: skip
 
 

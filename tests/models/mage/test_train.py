@@ -318,7 +318,7 @@ def _stage_in(tmp_path, settings, graphs, monkeypatch) -> None:
     monkeypatch.setattr(
         tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
     )
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg: graphs)
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: graphs)
     monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
     monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
 
