@@ -35,10 +35,20 @@ def _seed_run_name() -> str:
 
 
 train_seed = task(stage.train_seed, name="train-reader", task_run_name=_seed_run_name)
+
+
+def _stacked_run_name() -> str:
+    """train_mage@<model>-<task>/seeds1-2-3: the seeds trained together."""
+    from prefect.runtime import task_run
+
+    plans = task_run.parameters["plans"]
+    seeds = "-".join(str(p["train_cfg"]["seed"]) for p in plans)
+    return f"train_mage@{plans[0]['model']}-{plans[0]['task']}/seeds{seeds}"
+
+
 train_stacked = task(
-    stage.train_seeds_stacked, name="train-readers-stacked",
-    task_run_name="train_mage@{model}-{task}/stacked",
-)  # fmt: skip
+    stage.train_seeds_stacked, name="train-readers-stacked", task_run_name=_stacked_run_name
+)
 
 
 @flow(name="train-mage", runner=Runner("threads", 1))
