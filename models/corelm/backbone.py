@@ -70,9 +70,11 @@ class Backbone:
 
     @property
     def bos_id(self) -> int:
-        """What a text is conditioned on at its start (GPT-2's <|endoftext|>)."""
+        """What a text is conditioned on at its start: the document separator <|endoftext|>
+        where the vocabulary has it (GPT-2; SmolLM2's id 0), else BOS, else EOS."""
         tok = self.tokenizer
-        for i in (tok.bos_token_id, tok.eos_token_id):
+        eot = tok.convert_tokens_to_ids(EOT) if EOT in tok.get_vocab() else None
+        for i in (eot, tok.bos_token_id, tok.eos_token_id):
             if i is not None:
                 return int(i)
         raise BackboneError(f"backbone {self.name}: its tokenizer has no BOS/EOS token")

@@ -65,7 +65,7 @@ class CoreLMScorer(LanguageModel):
         out = []
         for i, (x, _, n) in enumerate(rows):
             pos = torch.arange(len(x) - n - 1, len(x) - 1, device=logp.device)
-            gold = ids[i, len(x) - n :].to(logp.device)
+            gold = ids[i, len(x) - n : len(x)].to(logp.device)
             lp = logp[i, pos]
             out.append((float(lp.gather(1, gold[:, None]).sum()), bool((lp.argmax(-1) == gold).all())))
         return out

@@ -374,21 +374,24 @@ def _tokens_seen(recipe: CoreLMRecipe) -> int:
     return sum(len(x) - 1 for x in recipe.train.ids[: min(n, len(recipe.train))])
 
 
-def run_model(model_name: str) -> dict[str, Any]:
+def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
+              out_dir: Path | None = None, metrics_file: Path | None = None,
+              track: bool = True) -> dict[str, Any]:  # fmt: skip
     """The stage item: train (unless zeroshot), evaluate every available benchmark, write
-    metrics/train_corelm/<model>.json and artifacts/train_corelm/<model>/."""
+    metrics/train_corelm/<model>.json and artifacts/train_corelm/<model>/ (or the given
+    places, for runs outside the stage)."""
     from models.corelm import evaluate as ev
 
-    cfg = settings()
+    cfg = cfg or settings()
     if model_name not in MODELS:
         raise CorefreproError(f"train_corelm: unknown model {model_name!r}; known {list(MODELS)}")
     started = time.perf_counter()
     with torch_threads(cfg.train.threads):
         backbone = build_backbone(cfg)
         data = load_data(cfg.data, backbone.tokenizer)
-        out_dir = artifact_dir(model_name)
+        out_dir = Path(out_dir or artifact_dir(model_name))
         out_dir.mkdir(parents=True, exist_ok=True)
-        model, facts = train_model(model_name, cfg, backbone, data, out_dir)
+        model, facts = train_model(model_name, cfg, backbone, data, out_dir, track=track)
         device = Precision.choose(cfg.train).device
         model.to(device)
         results = ev.evaluate_all(model_name, model, backbone, data, cfg.eval, device, out_dir)
@@ -404,7 +407,7 @@ def run_model(model_name: str) -> dict[str, Any]:
     }
     from tasks.core.storage import write_json
 
-    write_json(metrics_path(model_name), jsonable(metrics))
+    write_json(metrics_file or metrics_path(model_name), jsonable(metrics))
     return metrics
 
 
