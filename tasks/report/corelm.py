@@ -1,0 +1,123 @@
+"""CoreLM's Tables 1 and 2 (Stylianou & Vlahavas, papers/003) beside our measured numbers.
+
+Reads metrics/train_corelm/<model>.json (models/corelm/train.py run_model) and the paper's
+numbers from tasks/report/paper_results.yaml `corelm`. Our backbone is whatever
+train_corelm.backbone names (stated in every table): SmolLM2 numbers are that backbone's,
+never GPT-2's. Perplexity is word-level (per whitespace word, the paper's "per word
+prediction"); token-level figures stay in the metrics files. A missing number is "—".
+
+    python -m tasks.report.corelm          # prints the section
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tasks.core.config import resolve_path
+
+DASH = "—"
+ROWS = {"zeroshot": "backbone zero-shot", "ft": "backbone FT", "corelm": "CoreLM",
+        "corelm+coref": "CoreLM + coreference"}  # fmt: skip
+CBT = {"cbt_cn": "CN", "cbt_ne": "NE", "cbt_v": "V", "cbt_p": "P"}
+
+
+def load(metrics_dir: str | Path = "metrics/train_corelm") -> dict[str, dict]:
+    root = resolve_path(metrics_dir)
+    files = sorted(root.glob("*.json")) if root.is_dir() else []
+    return {p.stem: json.loads(p.read_text()) for p in files}
+
+
+def _fmt(x: Any, scale: float = 1.0) -> str:
+    return DASH if x is None else f"{x * scale:.2f}"
+
+
+def _get(d: Mapping, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, Mapping) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def _ppl(runs: Mapping[str, dict], row: str, column: str) -> Any:
+    model, coref = row.split("+")[0], "+coref" in row
+    m = runs.get(model) or {}
+    name = model + ("+coref" if coref else "")
+    if column == "gumby":
+        return _get(m, "heldout", name, "word_perplexity")
+    if column == "wikitext2":
+        return _get(m, "wikitext2", name, "word_perplexity")
+    if column == "lambada":
+        return _get(m, "lambada", f"{name}/full_word", "perplexity")
+    return None
+
+
+def _acc(runs: Mapping[str, dict], row: str, column: str, convention: str) -> Any:
+    model = row.split("+")[0]
+    m = runs.get(model) or {}
+    if column == "lambada":
+        return _get(m, "lambada", f"{row}/{convention}", "accuracy")
+    return _get(m, "cbt", f"{row}/{CBT[column]}", "accuracy")
+
+
+def _line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _budget(runs: Mapping[str, dict]) -> list[str]:
+    out = []
+    for model in ("ft", "corelm"):
+        t = _get(runs, model, "training") or {}
+        if t:
+            out.append(f"{model}: {t.get('steps')} steps ({t.get('epochs')} epochs, "
+                       f"{t.get('train_tokens_per_epoch')} tokens/epoch), "
+                       f"{t.get('train_time_s')} s, mode {runs[model].get('mode')}")  # fmt: skip
+    return out
+
+
+def render_section(runs: Mapping[str, dict], paper: Mapping[str, Any]) -> list[str]:
+    backbone = next((m.get("backbone") for m in runs.values()), DASH)
+    data = next((m.get("data") for m in runs.values()), None)
+    t1, t2 = paper["table1"], paper["table2"]
+    lines = ["## CoreLM (Stylianou & Vlahavas), Tables 1-2", "",
+             f"Our backbone: `{backbone}` (paper: GPT-2 small); fine-tuning data: "
+             f"{'+'.join(data or []) or DASH} (paper: GUMBY). Training budget: "
+             + ("; ".join(_budget(runs)) or DASH) + ".", "",
+             "Table 1, word-level perplexity (ours / paper):", "",
+             _line(["model", "held-out (paper: GUMBY)", "LAMBADA", "WikiText-2", "WikiText-103"]),
+             _line(["---"] * 5)]  # fmt: skip
+    for row in ("zeroshot", "ft", "corelm", "corelm+coref"):
+        paper_row = t1["rows"].get(row)
+        cells = [ROWS[row]]
+        for k, col in enumerate(t1["columns"]):
+            ours = _fmt(_ppl(runs, row, col))
+            cells.append(f"{ours} / {_fmt(paper_row[k]) if paper_row else DASH}")
+        lines.append(_line(cells))
+    lines += ["", "Table 2, accuracy % (ours full-word, ours last-BPE-token / paper):", "",
+              _line(["model", "LAMBADA", "CBT-CN", "CBT-NE", "CBT-V", "CBT-P"]),
+              _line(["---"] * 6)]  # fmt: skip
+    for row in ("zeroshot", "ft", "corelm", "corelm+coref"):
+        paper_row = t2["rows"].get(row)
+        cells = [ROWS[row]]
+        for k, col in enumerate(t2["columns"]):
+            full = _fmt(_acc(runs, row, col, "full_word"), 100)
+            last = _fmt(_acc(runs, row, col, "last_token"), 100) if col == "lambada" else None
+            ours = f"{full}, {last}" if last else full
+            cells.append(f"{ours} / {_fmt(paper_row[k]) if paper_row else DASH}")
+        lines.append(_line(cells))
+    return [*lines, ""]
+
+
+def render(metrics_dir: str | Path = "metrics/train_corelm",
+           paper_results: str | Path = "tasks/report/paper_results.yaml") -> list[str]:  # fmt: skip
+    paper = yaml.safe_load(resolve_path(paper_results).read_text())["corelm"]
+    return render_section(load(metrics_dir), paper)
+
+
+if __name__ == "__main__":
+    print("\n".join(render()))
