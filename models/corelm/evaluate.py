@@ -119,7 +119,11 @@ def _lambada_coref(ev) -> dict[str, list[int]] | None:
         return None
     path = graphs_dir(ev.lambada_coref_run) / "corelm.parquet"
     if not path.is_file():
-        log.warning("lambada_coref_run %s: no %s: CoreLM+coref on LAMBADA skipped", ev.lambada_coref_run, path)
+        log.warning(
+            "lambada_coref_run %s: no %s: CoreLM+coref on LAMBADA skipped",
+            ev.lambada_coref_run,
+            path,
+        )
         return None
     return {r["doc_id"]: r["entity_ids"] for r in read_table(path).to_pylist() if r["layer"] == 0}
 
@@ -136,7 +140,9 @@ def cbt_items(ev) -> dict[str, list[ClozeItem]]:
             continue
         d = docs[it["doc_id"]]
         starts = [*d["sentence_starts"], it["context_end"]]
-        sentences = [" ".join(d["tokens"][a:b]) for a, b in zip(starts, starts[1:]) if a < b]
+        sentences = [
+            " ".join(d["tokens"][a:b]) for a, b in zip(starts, starts[1:], strict=False) if a < b
+        ]
         by_task.setdefault(it["task"], []).append(
             ClozeItem(sentences, " ".join(it["query"]), list(it["candidates"]), it["answer"])
         )
@@ -155,17 +161,27 @@ def cbt_eval(lms, ev, items_out: dict) -> dict[str, Any]:
     return out
 
 
+def _brief(result: dict) -> str:
+    keys = ("word_perplexity", "token_perplexity", "accuracy")
+    return "; ".join(f"{name} " + " ".join(f"{k} {v[k]:.4g}" for k in keys if k in v)
+                     for name, v in result.items())  # fmt: skip
+
+
 def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -> dict[str, Any]:
     lms = scorers(model_name, model, backbone, ev, device)
     items: dict[str, list[bool]] = {}
+    results: dict[str, Any] = {
+        "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words"
+    }
+    steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev),
+             "lambada": lambda: lambada_eval(lms, ev, items), "cbt": lambda: cbt_eval(lms, ev, items)}  # fmt: skip
     with torch.no_grad():
-        results = {
-            "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words",
-            "heldout": heldout(lms, data, ev),
-            "wikitext2": wikitext2(lms, ev),
-            "lambada": lambada_eval(lms, ev, items),
-            "cbt": cbt_eval(lms, ev, items),
-        }
+        for key, run in steps.items():
+            t0 = time.perf_counter()
+            results[key] = run()
+            if results[key]:
+                log.info("%s %s: %s (%.0f s)", model_name, key, _brief(results[key]),
+                         time.perf_counter() - t0)  # fmt: skip
     write_json(Path(out_dir) / "items.json", items)
     return results
 

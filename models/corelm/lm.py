@@ -29,10 +29,15 @@ class CoreLMScorer(LanguageModel):
                  entity_mode: EntityMode = "none", batch_size: int = 8, name: str = "corelm",
                  device: str | torch.device = "cpu"):  # fmt: skip
         self.model, self.tokenizer, self.bos_id = model.eval(), tokenizer, int(bos_id)
-        self.max_length, self.entity_mode, self.batch_size = int(max_length), entity_mode, batch_size
+        self.max_length, self.entity_mode, self.batch_size = (
+            int(max_length),
+            entity_mode,
+            batch_size,
+        )
         self.name, self.device = name, torch.device(device)
         self._entities: dict[tuple[int, ...], list[int]] = {}
         self.misses = 0
+        self._memo: dict[tuple, dict[int, tuple[float, bool]]] = {}
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -51,9 +56,25 @@ class CoreLMScorer(LanguageModel):
             return [0] * len(tokens)
         return ents
 
-    @torch.no_grad()
     def _score(self, rows: list[tuple[list[int], list[int], int]]) -> list[tuple[float, bool]]:
-        """rows: (input ids, entity ids, number of trailing tokens scored)."""
+        """rows: (input ids, entity ids, number of trailing tokens scored). A row whose every
+        position was scored before (same ids and entities: LAMBADA's last-token request after
+        its full-word one) is answered from the memo, without a second forward pass."""
+        todo = [r for r in rows if self._memo_get(r) is None]
+        if todo:
+            self._forward(todo)
+        return [self._memo_get(r) for r in rows]
+
+    def _memo_get(self, row) -> tuple[float, bool] | None:
+        x, e, n = row
+        seen = self._memo.get((tuple(x), tuple(e)))
+        if seen is None or any(p not in seen for p in range(len(x) - n, len(x))):
+            return None
+        scores = [seen[p] for p in range(len(x) - n, len(x))]
+        return sum(lp for lp, _ in scores), all(g for _, g in scores)
+
+    @torch.no_grad()
+    def _forward(self, rows: list[tuple[list[int], list[int], int]]) -> None:
         width = max(len(r[0]) for r in rows)
         ids = torch.full((len(rows), width), self.bos_id, dtype=torch.long)
         ents = torch.zeros_like(ids)
@@ -62,13 +83,16 @@ class CoreLMScorer(LanguageModel):
         logits = self.model(ids.to(self.device), ents.to(self.device),
                             entity_mode=self.entity_mode)  # fmt: skip
         logp = torch.log_softmax(logits.float(), -1)
-        out = []
-        for i, (x, _, n) in enumerate(rows):
+        for i, (x, e, n) in enumerate(rows):
             pos = torch.arange(len(x) - n - 1, len(x) - 1, device=logp.device)
             gold = ids[i, len(x) - n : len(x)].to(logp.device)
             lp = logp[i, pos]
-            out.append((float(lp.gather(1, gold[:, None]).sum()), bool((lp.argmax(-1) == gold).all())))
-        return out
+            gold_lp = lp.gather(1, gold[:, None])[:, 0].tolist()
+            greedy = (lp.argmax(-1) == gold).tolist()
+            memo = self._memo.setdefault((tuple(x), tuple(e)), {})
+            memo.update(
+                zip(range(len(x) - n, len(x)), zip(gold_lp, greedy, strict=True), strict=False)
+            )
 
     def _loglikelihood_tokens(self, requests: Sequence[TokenRequest]) -> list[tuple[float, bool]]:
         rows = []

@@ -64,7 +64,9 @@ class EntityGating(nn.Module):
         self.proj = nn.Linear(d_model, d_model)
         self.ln_2 = nn.LayerNorm(d_model)
         self.ffn = nn.Sequential(
-            nn.Linear(d_model, ffn_mult * d_model), nn.GELU(), nn.Linear(ffn_mult * d_model, d_model)
+            nn.Linear(d_model, ffn_mult * d_model),
+            nn.GELU(),
+            nn.Linear(ffn_mult * d_model, d_model),
         )
         self.ln_out = nn.LayerNorm(d_model)
         self.gate = nn.Parameter(torch.full((d_model,), float(gate_init)))  # w of Eq. 14
@@ -75,8 +77,10 @@ class EntityGating(nn.Module):
 
     def entity_attention(self, x: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """Eq. 13: softmax(Q E^T / sqrt(d_k)) V per head, causal."""
-        q, e, v = self._heads(self.query(x)), self._heads(self.entity(context)), self._heads(
-            self.value(x)
+        q, e, v = (
+            self._heads(self.query(x)),
+            self._heads(self.entity(context)),
+            self._heads(self.value(x)),
         )
         p = self.dropout if self.training else 0.0
         out = F.scaled_dot_product_attention(q, e, v, is_causal=True, dropout_p=p)

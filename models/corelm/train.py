@@ -180,7 +180,9 @@ def build_backbone(cfg: TrainCoreLMSettings) -> Backbone:
                          seed=cfg.train.seed)  # fmt: skip
 
 
-def build_model(backbone: Backbone, cfg: TrainCoreLMSettings, model: str, n_entities: int) -> CoreLM:
+def build_model(
+    backbone: Backbone, cfg: TrainCoreLMSettings, model: str, n_entities: int
+) -> CoreLM:
     g = cfg.gating
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.train.seed)
@@ -245,7 +247,9 @@ class CoreLMRecipe:
         with torch.no_grad():
             for split, blocks in (("train", self.train), ("dev", self.dev)):
                 self.hidden[split] = [
-                    self.model.hidden(torch.tensor([ids], device=device))[0].to("cpu", torch.bfloat16)
+                    self.model.hidden(torch.tensor([ids], device=device))[0].to(
+                        "cpu", torch.bfloat16
+                    )
                     for ids in blocks.ids
                 ]
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -341,9 +345,17 @@ def train_model(model_name: str, cfg: TrainCoreLMSettings, backbone: Backbone, d
     seed_everything(cfg.train.seed)
     recipe = CoreLMRecipe(model, data, backbone, cfg.train, out_dir)
     tracking = (
-        tracked_run(STAGE, model_name, dataset="+".join(cfg.data), seed=cfg.train.seed,
-                    run_params={"backbone": cfg.backbone, "gating": settings_to_dict(cfg.gating),
-                                "train": settings_to_dict(cfg.train)})  # fmt: skip
+        tracked_run(
+            STAGE,
+            model_name,
+            dataset="+".join(cfg.data),
+            seed=cfg.train.seed,
+            run_params={
+                "backbone": cfg.backbone,
+                "gating": settings_to_dict(cfg.gating),
+                "train": settings_to_dict(cfg.train),
+            },
+        )  # fmt: skip
         if track
         else contextlib.nullcontext(None)
     )

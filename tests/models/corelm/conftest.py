@@ -15,5 +15,6 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def tiny():
-    return load_backbone("tiny", texts=TEXTS, tiny=TinySettings(vocab_size=300, n_embd=32,
-                                                                  n_head=2, n_positions=64))
+    return load_backbone(
+        "tiny", texts=TEXTS, tiny=TinySettings(vocab_size=300, n_embd=32, n_head=2, n_positions=64)
+    )

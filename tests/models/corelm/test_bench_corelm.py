@@ -69,9 +69,11 @@ def test_corelm_step_vs_ft_step_and_cached_vs_paper():
     steps = {
         "ft": _steps(backbone, cached=False, gating=False),
         "corelm": _steps(backbone, cached=False, gating=True),
-        "corelm-cached": _steps(load_backbone(name, texts=[TEXT] * 20,
-                                              tiny=TinySettings(n_positions=BLOCK)),
-                                cached=True, gating=True),  # fmt: skip
+        "corelm-cached": _steps(
+            load_backbone(name, texts=[TEXT] * 20, tiny=TinySettings(n_positions=BLOCK)),
+            cached=True,
+            gating=True,
+        ),  # fmt: skip
     }
     times: dict[str, list[float]] = {k: [] for k in steps}
     for _ in range(WARMUP):

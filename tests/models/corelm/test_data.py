@@ -22,9 +22,11 @@ def test_entity_ids_follow_words_onto_their_subwords(tiny):
 
 
 def test_one_instance_per_layer_and_blocks_predict_each_token_once(tiny):
-    docs = [{"doc_id": "d", "split": "train", "tokens": "the cake for Sam".split()}]
-    view = [{"doc_id": "d", "layer": 0, "split": "train", "entity_ids": [1, 1, 1, 1]},
-            {"doc_id": "d", "layer": 1, "split": "train", "entity_ids": [0, 0, 0, 2]}]
+    docs = [{"doc_id": "d", "split": "train", "tokens": ["the", "cake", "for", "Sam"]}]
+    view = [
+        {"doc_id": "d", "layer": 0, "split": "train", "entity_ids": [1, 1, 1, 1]},
+        {"doc_id": "d", "layer": 1, "split": "train", "entity_ids": [0, 0, 0, 2]},
+    ]
     inst = build_instances(tiny.tokenizer, docs, view, id_offset=10)
     assert [i.layer for i in inst] == [0, 1] and inst[0].ids == inst[1].ids
     assert set(inst[0].entities) - {0} == {11} and inst[1].entities[-1] == 12

@@ -70,7 +70,7 @@ def test_coreference_reaches_corelm_at_test_time(tiny):
     kw = dict(bos_id=tiny.bos_id, max_length=32)
     plain = CoreLMScorer(model, tiny.tokenizer, **kw)
     coref = CoreLMScorer(model, tiny.tokenizer, entity_mode="running_mean", **kw)
-    words = "Mary went to the kitchen . She picked up the apple".split()
+    words = ["Mary", "went", "to", "the", "kitchen", ".", "She", "picked", "up", "the", "apple"]
     coref.annotate(words, [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0])
     text = " ".join(words)
     a, b = plain.loglikelihood_rolling([text])[0], coref.loglikelihood_rolling([text])[0]

@@ -41,7 +41,7 @@ def _corpus(root, name="toy", n=12):
 def _lambada(root):
     folder = root / "lambada"
     folder.mkdir()
-    docs = [{"doc_id": f"l/{i}", "split": "dev", "tokens": "Mary went to the kitchen . She ate the".split(),
+    docs = [{"doc_id": f"l/{i}", "split": "dev", "tokens": ["Mary", "went", "to", "the", "kitchen", ".", "She", "ate", "the"],
              "sentence_starts": [0]} for i in range(3)]  # fmt: skip
     items = [{"item_id": d["doc_id"], "doc_id": d["doc_id"], "split": "dev", "task": "lambada",
               "context_end": 9, "query": [], "answer": "apple"} for d in docs]  # fmt: skip
