@@ -12,14 +12,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from tasks.core.errors import CorefreproError
-from tasks.core.storage import read_table
 
 
 def join_words(words: Sequence[str]) -> tuple[str, list[int]]:
@@ -31,21 +29,34 @@ def join_words(words: Sequence[str]) -> tuple[str, list[int]]:
     return " ".join(words), starts
 
 
-def align(tokenizer: Any, words: Sequence[str], word_values: Sequence[int] | None = None
-          ) -> tuple[list[int], list[int]]:  # fmt: skip
-    """(token ids, per token the value of its word) for the space-joined *words*."""
+def token_words(tokenizer: Any, words: Sequence[str]) -> tuple[list[int], list[int]]:
+    """(token ids, per token the index of the word its first non-space character is in, -1
+    for a token of spaces only) for the space-joined *words*."""
     text, starts = join_words(words)
     enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     word_of_char = np.full(len(text) + 1, -1, dtype=np.int64)
     for i, (s, w) in enumerate(zip(starts, words, strict=True)):
         word_of_char[s : s + len(w)] = i
-    values = []
+    index = []
     for s, e in enc["offset_mapping"]:
         hits = word_of_char[s:e]
         hits = hits[hits >= 0]
-        word = int(hits[0]) if len(hits) else -1
-        values.append(word_values[word] if word_values is not None and word >= 0 else 0)
-    return list(enc["input_ids"]), values
+        index.append(int(hits[0]) if len(hits) else -1)
+    return list(enc["input_ids"]), index
+
+
+def align(
+    tokenizer: Any, words: Sequence[str], word_values: Sequence[int] | None = None
+) -> tuple[list[int], list[int]]:
+    """(token ids, per token the value of its word; 0 for a token of no word)."""
+    ids, index = token_words(tokenizer, words)
+    return ids, spread(index, word_values)
+
+
+def spread(index: Sequence[int], word_values: Sequence[int] | None) -> list[int]:
+    if word_values is None:
+        return [0] * len(index)
+    return [word_values[w] if w >= 0 else 0 for w in index]
 
 
 @dataclass
@@ -75,22 +86,13 @@ def build_instances(tokenizer: Any, documents: Sequence[Mapping[str, Any]],
             raise CorefreproError(f"CoreLM view: document {row['doc_id']} not in the documents")
         ents = [e + id_offset if e > 0 else 0 for e in row["entity_ids"]]
         if doc["doc_id"] not in cache:
-            cache[doc["doc_id"]] = align(tokenizer, doc["tokens"])[0]
-        _, tok_ents = align(tokenizer, doc["tokens"], ents)
+            cache[doc["doc_id"]] = token_words(tokenizer, doc["tokens"])
+        ids, index = cache[doc["doc_id"]]
+        tok_ents = spread(index, ents)
         out.append(Instance(row["doc_id"], int(row["layer"]), row["split"],
-                            cache[doc["doc_id"]], tok_ents, len(doc["tokens"]),
+                            ids, tok_ents, len(doc["tokens"]),
                             list(doc["tokens"]), ents))  # fmt: skip
     return out
-
-
-def load_run(tokenizer: Any, docs_dir: Path, view_path: Path, id_offset: int = 0
-             ) -> tuple[list[Instance], int]:  # fmt: skip
-    """Instances of one annotation run, and its largest (shifted) entity id."""
-    documents = read_table(docs_dir / "documents.parquet").to_pylist()
-    view = read_table(view_path).to_pylist()
-    inst = build_instances(tokenizer, documents, view, id_offset=id_offset)
-    top = max((max(i.entities, default=0) for i in inst), default=id_offset)
-    return inst, max(top, id_offset)
 
 
 @dataclass
@@ -146,4 +148,12 @@ def batch_order(n: int, batch_size: int, *, seed: int, epoch: int, shuffle: bool
         yield order[i : i + batch_size]
 
 
-__all__ = ["Blocks", "Instance", "align", "build_instances", "load_run", "pad_batch", "to_blocks"]
+__all__ = [
+    "Blocks",
+    "Instance",
+    "align",
+    "build_instances",
+    "pad_batch",
+    "to_blocks",
+    "token_words",
+]

@@ -73,6 +73,7 @@ class CoreLMTrain(LoopSettings):
     lr: float = 1e-5
     warmup_steps: int = 100
     max_steps_per_epoch: int | None = None  # a CPU budget: the first N batches of each epoch
+    dev_max_windows: int | None = None  # a CPU budget: model selection on the first N dev windows
     eval_batch_size: int = 8
 
 
@@ -210,6 +211,9 @@ class CoreLMRecipe:
         bos = backbone.bos_id
         self.train = cdata.to_blocks(data.split("train"), bos, tcfg.block_size)
         self.dev = cdata.to_blocks(data.split("dev", layer0=True), bos, tcfg.block_size)
+        if tcfg.dev_max_windows:
+            n = tcfg.dev_max_windows
+            self.dev = cdata.Blocks(self.dev.ids[:n], self.dev.entities[:n])
         if not len(self.train) or not len(self.dev):
             raise CorefreproError(f"{'+'.join(data.names)}: no train or no dev documents")
         self.cache_path = out_dir / "hidden_cache.pt"
