@@ -6,7 +6,7 @@ train_corelm.backbone names (stated in every table): SmolLM2 numbers are that ba
 never GPT-2's. Perplexity is word-level (per whitespace word, the paper's "per word
 prediction"); token-level figures stay in the metrics files. A missing number is "—".
 
-    python -m tasks.report.corelm          # prints the section
+    python -m tasks.report.corelm [metrics dir] [artifacts dir]    # prints the section
 """
 
 from __future__ import annotations
@@ -113,11 +113,48 @@ def render_section(runs: Mapping[str, dict], paper: Mapping[str, Any]) -> list[s
     return [*lines, ""]
 
 
-def render(metrics_dir: str | Path = "metrics/train_corelm",
-           paper_results: str | Path = "tasks/report/paper_results.yaml") -> list[str]:  # fmt: skip
+def paired_tests(artifacts_dir: str | Path, convention: str = "full_word") -> list[str]:
+    """Paired t-tests on per-passage LAMBADA correctness (papers/003 Table 2 uses a paired
+    t-test), CoreLM against the backbone zero-shot and FT, from <artifacts>/<model>/items.json.
+    scipy's ttest_rel directly (the project's significance helper may replace it)."""
+    from scipy.stats import ttest_rel
+
+    root = resolve_path(artifacts_dir)
+
+    def items(model: str) -> dict:
+        path = root / model.split("+")[0] / "items.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    lines = []
+    for a, b in [("corelm", "zeroshot"), ("corelm", "ft"), ("corelm+coref", "corelm")]:
+        xa = items(a).get(f"lambada/{a}/{convention}")
+        xb = items(b).get(f"lambada/{b}/{convention}")
+        if not xa or not xb or len(xa) != len(xb):
+            continue
+        if xa == xb:
+            lines.append(f"- {ROWS[a]} vs {ROWS[b]} (LAMBADA {convention}): identical predictions")
+            continue
+        t = ttest_rel([float(v) for v in xa], [float(v) for v in xb])
+        lines.append(
+            f"- {ROWS[a]} vs {ROWS[b]} (LAMBADA {convention}, n={len(xa)}): "
+            f"t = {t.statistic:.3f}, p = {t.pvalue:.3g}"
+        )
+    return lines
+
+
+def render(
+    metrics_dir: str | Path = "metrics/train_corelm",
+    artifacts_dir: str | Path = "artifacts/train_corelm",
+    paper_results: str | Path = "tasks/report/paper_results.yaml",
+) -> list[str]:
+    """The section: Tables 1-2 beside the paper's, then the paired t-tests on LAMBADA."""
     paper = yaml.safe_load(resolve_path(paper_results).read_text())["corelm"]
-    return render_section(load(metrics_dir), paper)
+    tests = [t for c in ("full_word", "last_token") for t in paired_tests(artifacts_dir, c)]
+    extra = ["Paired t-tests (scipy ttest_rel on per-passage correctness):", "", *tests, ""]
+    return [*render_section(load(metrics_dir), paper), *(extra if tests else [])]
 
 
 if __name__ == "__main__":
-    print("\n".join(render()))
+    import sys
+
+    print("\n".join(render(*sys.argv[1:3])))  # [metrics dir] [artifacts dir]
