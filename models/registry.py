@@ -13,6 +13,7 @@ FAMILIES: dict[str, str] = {
     "mage": "models.mage.family",  # Dhingra et al. 2018: MAGE-GRU readers
     "coref": "models.coref.family",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
     "entitynlm": "models.entitynlm.family",  # Ji et al. 2017: EntityNLM, RNNLM baseline
+    "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
 }
 
 

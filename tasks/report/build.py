@@ -33,7 +33,7 @@ from typing import Any
 
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
-from tasks.report import common, coref, entitynlm, figures, mage
+from tasks.report import common, coref, corelm, entitynlm, figures, mage
 from tasks.report.common import DASH, DEFAULTS, Family, Measured, fmt, fold, settings
 
 # table kind (paper_results.yaml `kind`) -> the family that renders it
@@ -43,6 +43,7 @@ FAMILIES: dict[str, Family] = {
     "runs": mage.FAMILY,
     "coref": coref.FAMILY,
     "entitynlm_lm": entitynlm.FAMILY,  # Ji et al. 2017 Table 1
+    "corelm": corelm.FAMILY,  # Stylianou & Vlahavas Tables 1-2 (paper yaml key `corelm`)
 }
 KINDS = tuple(FAMILIES)
 SOURCES = tuple(dict.fromkeys(f.source for f in FAMILIES.values()))

@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
         "mage": "metrics/train_mage",
         "coref": "metrics/train_coref",
         "entitynlm": "metrics/train_entitynlm",
+        "corelm": "metrics/train_corelm",
     },
     "artifacts": {
         "mage": "artifacts/train_mage",
@@ -51,6 +52,7 @@ class ReportMetrics:
     mage: str = DEFAULTS["metrics"]["mage"]
     coref: str = DEFAULTS["metrics"]["coref"]
     entitynlm: str = DEFAULTS["metrics"]["entitynlm"]
+    corelm: str = DEFAULTS["metrics"]["corelm"]
 
 
 @dataclass

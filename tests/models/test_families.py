@@ -46,6 +46,6 @@ def test_family_is_wired_under_one_stage_name(name):
 
 def test_unknown_family_is_named_with_the_known_ones():
     with pytest.raises(
-        CorefreproError, match="unknown model family 'entity'; known: coref, entitynlm, mage"
+        CorefreproError, match="unknown model family 'entity'; known: coref, .*mage"
     ):
         registry.get("entity")

@@ -1,0 +1,35 @@
+"""Stage `train_corelm`: one of the three models of CoreLM's Tables 1-2, trained and evaluated.
+
+    python -m flows.train_corelm --model corelm     # zeroshot | ft | corelm
+
+params.yaml train_corelm names the backbone (tiny | gpt2 | smollm2 | a directory), the
+training data (annotate runs with a CoreLM view, or corpora with gold mentions), the gating
+and training settings (Stylianou & Vlahavas, App. A) and what to evaluate. Writes
+artifacts/train_corelm/<model>/ (best.pt, history.json, items.json: per-item LAMBADA / CBT
+correctness for paired t-tests) and metrics/train_corelm/<model>.json; the fine-tuned models
+are MLflow runs train_corelm@<model>/seed<k> in the experiment train_corelm.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from flows.runtime import flow, run_cli, task
+from models.corelm import train as stage
+
+run_model = task(stage.run_model, name="train-corelm-model")
+
+
+@flow(name="train-corelm")
+def train_corelm(model: str) -> dict:
+    return run_model(model)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, choices=stage.MODELS)
+    run_cli(train_corelm, parser.parse_args(argv).model)
+
+
+if __name__ == "__main__":
+    main()

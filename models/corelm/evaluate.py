@@ -1,0 +1,189 @@
+"""Tables 1 and 2 of papers/003 for one model, through the shared LM interface
+(tasks/evaluation/lm.py): perplexity (token- and word-level) on the held-out part of the
+training corpora and WikiText-2, LAMBADA accuracy in both conventions, CBT by candidate
+likelihood. CoreLM is scored without coreference (every token the static vector, App. A's
+zero-shot) and, where annotations exist, with them (entities' vectors = causal running mean
+of their mentions' hidden states, App. B). Benchmarks whose corpus is absent are skipped
+(null). Per-item LAMBADA / CBT correctness goes to <out>/items.json for paired t-tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from models.corelm.lm import CoreLMScorer
+from tasks.core.layout import docs_dir, graphs_dir
+from tasks.core.storage import read_table, write_json
+from tasks.evaluation.lm import BLANK, ClozeItem, cbt, lambada, perplexity
+
+log = logging.getLogger("corefrepro.train_corelm")
+
+
+def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMScorer]:
+    """'' = the model as it is; '+coref' = CoreLM given test-time coreference."""
+    kw = dict(bos_id=backbone.bos_id, max_length=min(ev.block_size, backbone.max_length),
+              batch_size=ev.batch_size, device=device)  # fmt: skip
+    out = {model_name: CoreLMScorer(model, backbone.tokenizer, name=model_name, **kw)}
+    if model.gating is not None:
+        out[f"{model_name}+coref"] = CoreLMScorer(model, backbone.tokenizer, entity_mode="running_mean",
+                                                  name=f"{model_name}+coref", **kw)  # fmt: skip
+    return out
+
+
+def _ppl(lm, texts) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    p = asdict(perplexity(lm, texts))
+    p["time_s"] = round(time.perf_counter() - t0, 2)
+    return p
+
+
+def heldout(lms, data, ev) -> dict[str, Any]:
+    docs = data.split(ev.heldout_split, layer0=True)[: ev.heldout_max_docs or None]
+    if not docs:
+        return {}
+    texts = [" ".join(i.words) for i in docs]
+    for lm in lms.values():
+        for i in docs:
+            lm.annotate(i.words, i.word_entities)
+    return {name: _ppl(lm, texts) for name, lm in lms.items()}
+
+
+def _documents(corpus: str | None, split: str) -> list[dict] | None:
+    if not corpus:
+        return None
+    path = docs_dir(corpus) / "documents.parquet"
+    if not path.is_file():
+        return None
+    return [d for d in read_table(path).to_pylist() if d["split"] == split]
+
+
+def wikitext2(lms, ev) -> dict[str, Any]:
+    docs = _documents(ev.wikitext2, ev.wikitext2_split)
+    if not docs:
+        return {}
+    texts, budget = [], ev.wikitext2_max_words
+    for d in docs:
+        words = d["tokens"] if budget is None else d["tokens"][:budget]
+        if words:
+            texts.append(" ".join(words))
+        if budget is not None:
+            budget -= len(words)
+            if budget <= 0:
+                break
+    return {name: _ppl(lm, texts) for name, lm in lms.items() if "+coref" not in name}
+
+
+def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
+    path = docs_dir(ev.lambada or "-") / "items.parquet"
+    if not ev.lambada or not path.is_file():
+        return None
+    docs = {d["doc_id"]: d for d in _documents(ev.lambada, ev.lambada_split) or []}
+    items = [i for i in read_table(path).to_pylist() if i["doc_id"] in docs]
+    items = items[: ev.lambada_max_items or None]
+    rows = [docs[i["doc_id"]] for i in items]
+    return [" ".join([*d["tokens"], i["answer"]]) for d, i in zip(rows, items, strict=True)], rows
+
+
+def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
+    loaded = _lambada_passages(ev)
+    if not loaded:
+        return {}
+    passages, docs = loaded
+    coref = _lambada_coref(ev)
+    out = {}
+    for name, lm in lms.items():
+        if "+coref" in name:
+            if coref is None:
+                continue
+            for d, p in zip(docs, passages, strict=True):
+                ents = coref.get(d["doc_id"], [0] * len(d["tokens"]))
+                lm.annotate(p.split(" "), [*ents, 0])  # App. B: not the target word's
+        for convention in ("full_word", "last_token"):
+            t0 = time.perf_counter()
+            r = lambada(lm, passages, convention=convention)
+            out[f"{name}/{convention}"] = {"accuracy": r.accuracy, "n": r.n,
+                                           "perplexity": r.perplexity,
+                                           "time_s": round(time.perf_counter() - t0, 2)}  # fmt: skip
+            items_out[f"lambada/{name}/{convention}"] = list(r.correct)
+    return out
+
+
+def _lambada_coref(ev) -> dict[str, list[int]] | None:
+    if not ev.lambada_coref_run:
+        return None
+    path = graphs_dir(ev.lambada_coref_run) / "corelm.parquet"
+    if not path.is_file():
+        log.warning(
+            "lambada_coref_run %s: no %s: CoreLM+coref on LAMBADA skipped",
+            ev.lambada_coref_run,
+            path,
+        )
+        return None
+    return {r["doc_id"]: r["entity_ids"] for r in read_table(path).to_pylist() if r["layer"] == 0}
+
+
+def cbt_items(ev) -> dict[str, list[ClozeItem]]:
+    """CBT questions by type (task), from data/docs/<cbt>/items.parquet."""
+    path = docs_dir(ev.cbt or "-") / "items.parquet"
+    if not ev.cbt or not path.is_file():
+        return {}
+    docs = {d["doc_id"]: d for d in read_table(docs_dir(ev.cbt) / "documents.parquet").to_pylist()}
+    by_task: dict[str, list[ClozeItem]] = {}
+    for it in read_table(path).to_pylist():
+        if not it["candidates"] or BLANK not in it["query"]:
+            continue
+        d = docs[it["doc_id"]]
+        starts = [*d["sentence_starts"], it["context_end"]]
+        sentences = [
+            " ".join(d["tokens"][a:b]) for a, b in zip(starts, starts[1:], strict=False) if a < b
+        ]
+        by_task.setdefault(it["task"], []).append(
+            ClozeItem(sentences, " ".join(it["query"]), list(it["candidates"]), it["answer"])
+        )
+    return {t: v[: ev.cbt_max_items or None] for t, v in sorted(by_task.items())}
+
+
+def cbt_eval(lms, ev, items_out: dict) -> dict[str, Any]:
+    out = {}
+    for task, items in cbt_items(ev).items():
+        for name, lm in lms.items():
+            if "+coref" in name:
+                continue  # no CBT coreference run yet: CoreLM+coref on CBT needs one
+            r = cbt(lm, items)
+            out[f"{name}/{task}"] = {"accuracy": r.accuracy, "n": r.n}
+            items_out[f"cbt/{name}/{task}"] = list(r.correct)
+    return out
+
+
+def _brief(result: dict) -> str:
+    keys = ("word_perplexity", "token_perplexity", "accuracy")
+    return "; ".join(f"{name} " + " ".join(f"{k} {v[k]:.4g}" for k in keys if k in v)
+                     for name, v in result.items())  # fmt: skip
+
+
+def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -> dict[str, Any]:
+    lms = scorers(model_name, model, backbone, ev, device)
+    items: dict[str, list[bool]] = {}
+    results: dict[str, Any] = {
+        "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words"
+    }
+    steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev),
+             "lambada": lambda: lambada_eval(lms, ev, items), "cbt": lambda: cbt_eval(lms, ev, items)}  # fmt: skip
+    with torch.no_grad():
+        for key, run in steps.items():
+            t0 = time.perf_counter()
+            results[key] = run()
+            if results[key]:
+                log.info("%s %s: %s (%.0f s)", model_name, key, _brief(results[key]),
+                         time.perf_counter() - t0)  # fmt: skip
+    write_json(Path(out_dir) / "items.json", items)
+    return results
+
+
+__all__ = ["cbt_items", "evaluate_all", "scorers"]

@@ -1,0 +1,430 @@
+"""Fine-tuning CoreLM and its baselines through the one loop (tasks/training/loop.py), and the
+stage that trains and evaluates one of the three models of Tables 1-2 (papers/003):
+
+- zeroshot: the backbone as it is (no training);
+- ft: the backbone fine-tuned without entities;
+- corelm: the backbone + Entity-Gating (models/corelm/model.py), fine-tuned with entities.
+FT and CoreLM see the same training windows in the same order for the same number of steps.
+
+App. A: backbone blocks frozen, gradients to the input embeddings, the LM head, the gating
+layer (and the entity table); RAdam, warm-up steps then a linear decay from lr (1e-5), batch
+size 128, 10 epochs. Settings default to those; params.yaml's embedded default overrides them
+for the tiny backbone.
+
+Modes (train.mode): "paper" as above; "cached" computes the backbone's final hidden states of
+every window once (<out>/hidden_cache.pt) and trains only the gating layer, the entity table and
+an untied copy of the LM head for many cheap epochs -- the input embeddings are then FROZEN (a
+different, labelled setting: metrics "mode": "cached").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from models.corelm import data as cdata
+from models.corelm.backbone import Backbone, TinySettings, load_backbone
+from models.corelm.model import CoreLM, causal_lm_loss, entity_parameter_count
+from tasks.core.checkpoints import jsonable, seed_everything
+from tasks.core.config import params, resolve_path
+from tasks.core.errors import CorefreproError
+from tasks.core.layout import docs_dir, graphs_dir
+from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.storage import read_table
+from tasks.core.tracking import log_metrics, tracked_run
+from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
+
+log = logging.getLogger("corefrepro.train_corelm")
+
+STAGE = "train_corelm"
+MODELS = ("zeroshot", "ft", "corelm")
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass
+class GatingSettings:
+    n_heads: int = 12  # App. A
+    flow_rate: float = 0.5  # alpha, App. A
+    dropout: float = 0.1
+    gate_init: float = 0.0  # w of Eq. 14 at the start (sigmoid(0) = 0.5)
+
+
+@dataclass
+class CoreLMTrain(LoopSettings):
+    """train_corelm.train (App. A values as defaults)."""
+
+    epochs: int = 10
+    patience: int | None = None
+    clip: float = 1.0
+    mode: Literal["paper", "cached"] = "paper"
+    batch_size: int = 128
+    block_size: int = 1024  # tokens per training window (GPT-2's context)
+    lr: float = 1e-5
+    warmup_steps: int = 100
+    max_steps_per_epoch: int | None = None  # a CPU budget: the first N batches of each epoch
+    dev_max_windows: int | None = None  # a CPU budget: model selection on the first N dev windows
+    eval_batch_size: int = 8
+
+
+@dataclass
+class EvalSettings:
+    block_size: int = 1024  # scoring window
+    batch_size: int = 8
+    heldout_split: str = "dev"  # the held-out part of the training corpora (layer 0)
+    heldout_max_docs: int | None = None
+    wikitext2: str | None = None  # data/docs/<corpus>, e.g. wikitext2 (null: skipped)
+    wikitext2_split: str = "dev"
+    wikitext2_max_words: int | None = None
+    lambada: str | None = None  # e.g. lambada
+    lambada_split: str = "dev"
+    lambada_max_items: int | None = None
+    lambada_coref_run: str | None = None  # an annotate run of lambada: CoreLM +coref
+    cbt: str | None = None  # e.g. cbt (scored when its question files gave items)
+    cbt_max_items: int | None = None
+    # books left out of CBT: normalize.cbt.exclude_books (App. A drops The Jungle Book)
+
+
+@dataclass
+class TrainCoreLMSettings:
+    """params.yaml train_corelm."""
+
+    backbone: str = "tiny"  # tiny | gpt2 | smollm2 | <directory>
+    tiny: TinySettings = field(default_factory=TinySettings)
+    data: list[str] = field(default_factory=lambda: ["synthetic-gold", "handmade-gold"])
+    models: list[str] = field(default_factory=lambda: list(MODELS))
+    gating: GatingSettings = field(default_factory=GatingSettings)
+    train: CoreLMTrain = field(default_factory=CoreLMTrain)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    cache_dir: str = "data/cache/corelm"  # converted backbones (not a DVC output)
+
+    def validate(self, path: str) -> None:
+        from tasks.core.settings import ConfigError
+
+        bad = [m for m in self.models if m not in MODELS]
+        if bad:
+            raise ConfigError([f"{path}.models: {bad} not in {list(MODELS)}"])
+
+
+def settings() -> TrainCoreLMSettings:
+    return parse_settings(TrainCoreLMSettings, params(STAGE), STAGE)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _view_rows(name: str) -> tuple[Path, list[dict]]:
+    """(docs dir, CoreLM view rows) of an annotate run (its view file) or of a corpus (its
+    gold mentions, view built here with the view_corelm defaults)."""
+    view = graphs_dir(name) / "corelm.parquet"
+    if view.is_file():
+        from tasks.annotation.runs import run_settings
+
+        return docs_dir(run_settings(name)["corpus"]), read_table(view).to_pylist()
+    mentions = docs_dir(name) / "mentions.parquet"
+    if not mentions.is_file():
+        raise CorefreproError(f"train_corelm.data: {name} is neither a view ({view}) nor a corpus "
+                              f"with gold mentions ({mentions})")  # fmt: skip
+    from tasks.graphs.views import build_corelm_view
+
+    docs = read_table(docs_dir(name) / "documents.parquet")
+    return docs_dir(name), build_corelm_view(docs, read_table(mentions)).rows
+
+
+@dataclass
+class CoreLMData:
+    instances: list[cdata.Instance]
+    documents: dict[str, dict]
+    n_entities: int
+    names: list[str]
+
+    def split(self, split: str, *, layer0: bool = False) -> list[cdata.Instance]:
+        return [i for i in self.instances if i.split == split and (i.layer == 0 or not layer0)]
+
+
+def load_data(names: list[str], tokenizer: Any) -> CoreLMData:
+    instances, documents, top = [], {}, 0
+    for name in names:
+        ddir, rows = _view_rows(name)
+        docs = read_table(ddir / "documents.parquet").to_pylist()
+        documents.update({d["doc_id"]: d for d in docs})
+        inst = cdata.build_instances(tokenizer, docs, rows, id_offset=top)
+        instances.extend(inst)
+        top = max([top, *(max(i.entities, default=0) for i in inst)])
+    return CoreLMData(instances, documents, top, names)
+
+
+def train_texts(names: list[str]) -> list[str]:
+    """The training documents' texts (the tiny backbone's tokenizer is trained on them)."""
+    texts = []
+    for name in names:
+        ddir, _ = _view_rows(name)
+        for d in read_table(ddir / "documents.parquet").to_pylist():
+            if d["split"] == "train":
+                texts.append(" ".join(d["tokens"]))
+    return texts
+
+
+def build_backbone(cfg: TrainCoreLMSettings) -> Backbone:
+    texts = train_texts(cfg.data) if cfg.backbone == "tiny" else ()
+    return load_backbone(cfg.backbone, texts=texts, tiny=cfg.tiny, cache_dir=cfg.cache_dir,
+                         seed=cfg.train.seed)  # fmt: skip
+
+
+def build_model(
+    backbone: Backbone, cfg: TrainCoreLMSettings, model: str, n_entities: int
+) -> CoreLM:
+    g = cfg.gating
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.train.seed)
+        return CoreLM(backbone.model, n_entities, gating=model == "corelm", n_heads=g.n_heads,
+                      flow_rate=g.flow_rate, dropout=g.dropout, gate_init=g.gate_init)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- recipe
+
+
+class CoreLMRecipe:
+    """FT or CoreLM on the shared loop: RAdam with warm-up and linear decay (App. A), seeded
+    window order, next-token cross-entropy; dev = mean token loss (lower is better)."""
+
+    log_keys = ("loss", "ppl")
+
+    def __init__(self, model: CoreLM, data: CoreLMData, backbone: Backbone, tcfg: CoreLMTrain,
+                 out_dir: Path):  # fmt: skip
+        self.model, self.data, self.tcfg, self.backbone = model, data, tcfg, backbone
+        self.cached = tcfg.mode == "cached"
+        model.freeze_for_training(embeddings=not self.cached)
+        if self.cached:
+            model.untie_head()
+            model.freeze_for_training(embeddings=False)
+        bos = backbone.bos_id
+        self.train = cdata.to_blocks(data.split("train"), bos, tcfg.block_size)
+        self.dev = cdata.to_blocks(data.split("dev", layer0=True), bos, tcfg.block_size)
+        if tcfg.dev_max_windows:
+            n = tcfg.dev_max_windows
+            self.dev = cdata.Blocks(self.dev.ids[:n], self.dev.entities[:n])
+        if not len(self.train) or not len(self.dev):
+            raise CorefreproError(f"{'+'.join(data.names)}: no train or no dev documents")
+        self.cache_path = out_dir / "hidden_cache.pt"
+        self.hidden: dict[str, list[torch.Tensor]] = {}
+
+    def trainable(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def steps_per_epoch(self) -> int:
+        n = math.ceil(len(self.train) / self.tcfg.batch_size)
+        return min(n, self.tcfg.max_steps_per_epoch or n)
+
+    def optimizer(self):
+        opt = torch.optim.RAdam(self.trainable(), lr=self.tcfg.lr)
+        total, warm = max(self.steps_per_epoch() * self.tcfg.epochs, 1), self.tcfg.warmup_steps
+
+        def factor(step: int) -> float:  # App. A: warm-up, then linear decay to 0
+            if step < warm:
+                return (step + 1) / warm
+            return max(0.0, (total - step) / max(total - warm, 1))
+
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+    def _cache(self, device: torch.device) -> None:
+        """Cached mode: the final hidden states of every window, computed once."""
+        if self.hidden:
+            return
+        key = hashlib.sha256(repr((self.train.ids, self.dev.ids)).encode()).hexdigest()
+        if self.cache_path.is_file():
+            saved = torch.load(self.cache_path, weights_only=True)
+            if saved.get("key") == key:
+                self.hidden = {"train": saved["train"], "dev": saved["dev"]}
+                return
+        self.model.eval()
+        with torch.no_grad():
+            for split, blocks in (("train", self.train), ("dev", self.dev)):
+                self.hidden[split] = [
+                    self.model.hidden(torch.tensor([ids], device=device))[0].to(
+                        "cpu", torch.bfloat16
+                    )
+                    for ids in blocks.ids
+                ]
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"key": key, **self.hidden}, self.cache_path)
+        self.model.train()
+
+    def _hidden(self, split: str, index, width: int, device) -> torch.Tensor | None:
+        if not self.cached:
+            return None
+        self._cache(device)
+        rows = [self.hidden[split][i] for i in index]
+        out = torch.zeros(len(rows), width, rows[0].shape[-1], device=device)
+        for r, h in enumerate(rows):
+            out[r, : len(h)] = h.to(device, torch.float32)
+        return out
+
+    def batches(self, epoch: int) -> Iterator[dict[str, torch.Tensor]]:
+        order = cdata.batch_order(len(self.train), self.tcfg.batch_size, seed=self.tcfg.seed,
+                                  epoch=epoch, shuffle=True)  # fmt: skip
+        for b, index in enumerate(order):
+            if b >= self.steps_per_epoch():
+                return
+            yield cdata.pad_batch(self.train, index, self.backbone.bos_id)
+
+    def _loss(self, batch, device, split: str, entity_mode) -> tuple[torch.Tensor, int]:
+        ids = batch["input_ids"].to(device)
+        hidden = self._hidden(split, batch["index"].tolist(), ids.shape[1], device)
+        logits = self.model(ids, batch["entity_ids"].to(device), hidden=hidden,
+                            entity_mode=entity_mode)  # fmt: skip
+        return causal_lm_loss(logits, batch["labels"].to(device))
+
+    def step(self, batch, device: torch.device) -> StepOutput:
+        if self.cached and self.model.training:
+            self.model.backbone.eval()  # no dropout in the frozen part either way
+        loss, n = self._loss(batch, device, "train", "table")
+        return StepOutput(loss, {"loss_sum": float(loss.detach()) * n, "loss_n": n})
+
+    @torch.no_grad()
+    def evaluate(self, split: str, precision: Precision) -> dict[str, float]:
+        self.model.eval()
+        total, count = 0.0, 0
+        for index in cdata.batch_order(len(self.dev), self.tcfg.eval_batch_size, seed=0, epoch=0,
+                                       shuffle=False):  # fmt: skip
+            batch = cdata.pad_batch(self.dev, index, self.backbone.bos_id)
+            with precision.autocast():
+                loss, n = self._loss(batch, precision.device, "dev", "running_mean")
+            total, count = total + float(loss) * n, count + n
+        mean = total / max(count, 1)
+        return {"loss": mean, "ppl": math.exp(mean), "n_tokens": count}
+
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
+        return (-dev["loss"],), -dev["loss"]
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return {"backbone": self.backbone.name, "gating": self.model.gating is not None,
+                "n_entities": self.model.n_entities, "mode": self.tcfg.mode}  # fmt: skip
+
+    def checkpoint_info(self) -> dict[str, Any]:
+        return {"train_cfg": settings_to_dict(self.tcfg)}
+
+    def fingerprint(self) -> dict[str, Any]:
+        digest = hashlib.sha256(repr((self.train.ids, self.train.entities)).encode()).hexdigest()
+        return {"config": self.checkpoint_config(), "data": digest}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        return None
+
+
+def trainable_state(model: CoreLM) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in model.state_dict().items()}
+
+
+# --------------------------------------------------------------------------- one model
+
+
+def artifact_dir(model: str) -> Path:
+    return resolve_path(f"artifacts/{STAGE}") / model
+
+
+def metrics_path(model: str) -> Path:
+    return resolve_path(f"metrics/{STAGE}") / f"{model}.json"
+
+
+def train_model(model_name: str, cfg: TrainCoreLMSettings, backbone: Backbone, data: CoreLMData,
+                out_dir: Path, *, track: bool = True) -> tuple[CoreLM, dict[str, Any]]:  # fmt: skip
+    """Fine-tune FT or CoreLM (zeroshot: the backbone as is); (model, training facts)."""
+    model = build_model(backbone, cfg, model_name, data.n_entities)
+    if model_name == "zeroshot":
+        return model.eval(), {"steps": 0, "train_tokens": 0, "train_time_s": 0.0}
+    seed_everything(cfg.train.seed)
+    recipe = CoreLMRecipe(model, data, backbone, cfg.train, out_dir)
+    tracking = (
+        tracked_run(
+            STAGE,
+            model_name,
+            dataset="+".join(cfg.data),
+            seed=cfg.train.seed,
+            run_params={
+                "backbone": cfg.backbone,
+                "gating": settings_to_dict(cfg.gating),
+                "train": settings_to_dict(cfg.train),
+            },
+        )  # fmt: skip
+        if track
+        else contextlib.nullcontext(None)
+    )
+    with tracking as run:
+        log_fn = (lambda m, step: log_metrics(m, step)) if run is not None else None
+        result = fit(recipe, cfg.train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_fn)
+        load_best(result, recipe)
+    steps = recipe.steps_per_epoch() * result.epochs_run
+    tokens = min(len(recipe.train), steps * cfg.train.batch_size)  # per epoch, upper bound
+    facts = {
+        "steps": steps,
+        "epochs": result.epochs_run,
+        "best_epoch": result.best_epoch,
+        "train_windows": len(recipe.train),
+        "train_tokens_per_epoch": _tokens_seen(recipe),
+        "train_time_s": round(result.train_time_s, 2),
+        "dev_token_ppl": result.history[result.best_epoch - 1]["dev_ppl"],
+        "trainable_parameters": sum(p.numel() for p in recipe.trainable()),
+        "entity_parameters": entity_parameter_count(model),
+        "windows_seen_per_epoch": tokens,
+        "history": result.history,
+    }
+    return model.eval(), facts
+
+
+def _tokens_seen(recipe: CoreLMRecipe) -> int:
+    n = recipe.steps_per_epoch() * recipe.tcfg.batch_size
+    return sum(len(x) - 1 for x in recipe.train.ids[: min(n, len(recipe.train))])
+
+
+def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
+              out_dir: Path | None = None, metrics_file: Path | None = None,
+              track: bool = True) -> dict[str, Any]:  # fmt: skip
+    """The stage item: train (unless zeroshot), evaluate every available benchmark, write
+    metrics/train_corelm/<model>.json and artifacts/train_corelm/<model>/ (or the given
+    places, for runs outside the stage)."""
+    from models.corelm import evaluate as ev
+
+    cfg = cfg or settings()
+    if model_name not in MODELS:
+        raise CorefreproError(f"train_corelm: unknown model {model_name!r}; known {list(MODELS)}")
+    started = time.perf_counter()
+    with torch_threads(cfg.train.threads):
+        backbone = build_backbone(cfg)
+        data = load_data(cfg.data, backbone.tokenizer)
+        out_dir = Path(out_dir or artifact_dir(model_name))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        model, facts = train_model(model_name, cfg, backbone, data, out_dir, track=track)
+        device = Precision.choose(cfg.train).device
+        model.to(device)
+        results = ev.evaluate_all(model_name, model, backbone, data, cfg.eval, device, out_dir)
+    metrics = {
+        "model": model_name,
+        "backbone": cfg.backbone,
+        "mode": cfg.train.mode if model_name != "zeroshot" else "none",
+        "data": cfg.data,
+        "device": str(device),
+        "training": {k: v for k, v in facts.items() if k != "history"},
+        **results,
+        "wall_time_s": round(time.perf_counter() - started, 2),
+    }
+    from tasks.core.storage import write_metrics
+
+    write_metrics(metrics_file or metrics_path(model_name), jsonable(metrics))
+    return metrics
+
+
+__all__ = ["CoreLMRecipe", "MODELS", "TrainCoreLMSettings", "run_model", "settings", "train_model"]

@@ -1,0 +1,110 @@
+"""CoreLM's training (App. A on the shared loop) and the stage item, on a tiny backbone."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from models.corelm import train
+from tasks.core.settings import parse_settings
+
+STORIES = [
+    ("Mary went to the kitchen . She picked up the apple . Mary ate it .",
+     [(0, 1, 0), (6, 7, 0), (12, 13, 0), (3, 5, 1), (9, 11, 2), (14, 15, 2)]),
+    ("John travelled to the garden . Then he dropped the football there .",
+     [(0, 1, 0), (7, 8, 0), (3, 5, 1), (11, 12, 1)]),
+]  # fmt: skip
+
+
+def _corpus(root, name="toy", n=12):
+    """data/docs-like folder: documents + gold mentions (a corpus the stage reads directly)."""
+    docs, mentions = [], []
+    for i in range(n):
+        text, spans = STORIES[i % 2]
+        split = "train" if i < n - 4 else "dev"
+        doc_id = f"{name}/{i:03d}"
+        tokens = text.split()
+        docs.append({"doc_id": doc_id, "split": split, "tokens": tokens, "sentence_starts": [0]})
+        mentions += [{"doc_id": doc_id, "start": s, "end": e, "cluster": c, "annotator": "gold"}
+                     for s, e, c in spans]  # fmt: skip
+    folder = root / name
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(docs), folder / "documents.parquet")
+    pq.write_table(pa.Table.from_pylist(mentions), folder / "mentions.parquet")
+    return str(folder)
+
+
+def _lambada(root):
+    folder = root / "lambada"
+    folder.mkdir()
+    docs = [{"doc_id": f"l/{i}", "split": "dev", "tokens": ["Mary", "went", "to", "the", "kitchen", ".", "She", "ate", "the"],
+             "sentence_starts": [0]} for i in range(3)]  # fmt: skip
+    items = [{"item_id": d["doc_id"], "doc_id": d["doc_id"], "split": "dev", "task": "lambada",
+              "context_end": 9, "query": [], "answer": "apple"} for d in docs]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(docs), folder / "documents.parquet")
+    pq.write_table(pa.Table.from_pylist(items), folder / "items.parquet")
+    return str(folder)
+
+
+def _settings(corpus, **train_overrides):
+    return parse_settings(train.TrainCoreLMSettings, {
+        "backbone": "tiny", "data": [corpus],
+        "tiny": {"vocab_size": 300, "n_layer": 1, "n_head": 2, "n_embd": 32, "n_positions": 64},
+        "gating": {"n_heads": 2},
+        "train": {"epochs": 3, "batch_size": 4, "block_size": 32, "lr": 3e-3, "warmup_steps": 2,
+                  "device": "cpu", "threads": 1, **train_overrides},
+        "eval": {"block_size": 64},
+    }, "test")  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["paper", "cached"])
+def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
+    cfg = _settings(_corpus(tmp_path), mode=mode, epochs=6, lr=1e-2)
+    backbone = train.build_backbone(cfg)
+    data = train.load_data(cfg.data, backbone.tokenizer)
+    assert data.n_entities == 6 * 3 + 6 * 2  # ids unique per (document, cluster)
+    model = train.build_model(backbone, cfg, "corelm", data.n_entities)
+    recipe = train.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path / "out")
+    from tasks.training.loop import Precision
+
+    before = recipe.evaluate("dev", Precision.choose(cfg.train))["loss"]
+    _, facts = train.train_model("corelm", cfg, backbone, data, tmp_path / mode, track=False)
+    after = facts["history"][-1]["dev_loss"]
+    assert after < before - 0.05, (before, after)
+    if mode == "cached":
+        assert (tmp_path / mode / "hidden_cache.pt").is_file()
+
+
+def test_ft_and_corelm_train_the_same_steps_on_the_same_windows(tmp_path):
+    cfg = _settings(_corpus(tmp_path), epochs=1)
+    backbone = train.build_backbone(cfg)
+    data = train.load_data(cfg.data, backbone.tokenizer)
+    recipes = {m: train.CoreLMRecipe(train.build_model(backbone, cfg, m, data.n_entities), data,
+                                     backbone, cfg.train, tmp_path)
+               for m in ("ft", "corelm")}  # fmt: skip
+    batches = {m: [b["input_ids"] for b in r.batches(1)] for m, r in recipes.items()}
+    assert len(batches["ft"]) == len(batches["corelm"]) > 1
+    assert all(torch.equal(a, b) for a, b in zip(batches["ft"], batches["corelm"], strict=True))
+    n_ft = sum(p.numel() for p in recipes["ft"].trainable())
+    n_corelm = sum(p.numel() for p in recipes["corelm"].trainable())
+    assert n_corelm > n_ft  # + gating layer and entity table
+
+
+def test_stage_items_write_metrics_for_the_three_models(tmp_path):
+    cfg = _settings(_corpus(tmp_path), epochs=1)
+    cfg.eval.lambada = _lambada(tmp_path)
+    for model in train.MODELS:
+        out = tmp_path / "art"
+        m = train.run_model(model, cfg, out_dir=out / model, metrics_file=out / f"{model}.json",
+                            track=False)  # fmt: skip
+        saved = json.loads((out / f"{model}.json").read_text())
+        assert saved["model"] == model and saved["heldout"][model]["n_words"] > 0
+        assert {"full_word", "last_token"} <= {k.split("/")[1] for k in m["lambada"]}
+        items = json.loads((out / model / "items.json").read_text())
+        assert len(items[f"lambada/{model}/full_word"]) == 3
+    assert "corelm+coref" in saved["heldout"]
+    assert saved["training"]["steps"] > 0
