@@ -186,59 +186,91 @@ class EntityNLM(nn.Module):
         last = torch.where(slot, pos[:, None], last)
         return mem, last, n
 
-    def _mention_scan(self, pred, upd, batch: Batch, keep_distributions: bool = False):
-        """The entity memory over the mention words of each document (packed left).
+    def _chains(self, batch: Batch):
+        """Index the mention words by entity chain: (rank, B x T: how many mention words of the
+        word's entity precede it; before, B x T x K: mention words of entity k before t;
+        where, B x K x S: position of the s-th mention word of entity k; count, B x K)."""
+        b, t_len = batch.tokens.shape
+        is_m = batch.is_mention & batch.mask
+        slots = int(batch.entity.max()) + 2 if b else 1  # entities + the "new" slot
+        ent = batch.entity.clamp(min=0)
+        onehot = (F.one_hot(ent, slots).bool() & is_m[..., None]).long()
+        upto = onehot.cumsum(1)
+        before = upto - onehot
+        rank = before.gather(2, ent[..., None]).squeeze(-1)
+        count = upto[:, -1] if t_len else onehot.new_zeros(b, slots)
+        steps = int(count.max()) if b and t_len else 0
+        where = torch.zeros(b, slots, steps, dtype=torch.long, device=ent.device)
+        bi, ti = torch.nonzero(is_m, as_tuple=True)
+        where[bi, ent[bi, ti], rank[bi, ti]] = ti
+        return rank, before, where, count
 
-        Returns (logp_e B x T at mention starts, e_sel B x T x H = e_{E_t, t-1} at mention
-        words, e_cur B x T x H = e_current for each word, and at mention starts the whole
-        distribution B x M x K if keep_distributions, with the packed positions)."""
+    def _mention_scan(self, pred, upd, batch: Batch):
+        """The entity memory (Eq. 7-8) and the entity choices (Eq. 4) of B documents.
+
+        An entity's embedding changes only at its own mention words, so the memory is scanned
+        along the B x K entity chains at once (steps = most mention words of one entity, not
+        of one document); the states every word needs are gathered afterwards, and Eq. 4 is
+        evaluated at all mention starts together. Returns (logp_e B x T at mention starts,
+        e_sel B x T x H = e_{E_t, t-1} at mention words, e_cur B x T x H = e_current for each
+        word, extra: the entity distributions at the mention starts, B x M x K, their
+        positions and validity, and n, the entities before each start)."""
         b, t_len, h = pred.shape
         dev = pred.device
         is_m = batch.is_mention & batch.mask
-        count = is_m.sum(1)
-        m_len = int(count.max()) if b else 0
+        rank, before, where, count = self._chains(batch)
+        slots, steps = where.size(1), where.size(2)
+        flat = where.view(b, -1, 1).expand(-1, -1, h)
+        hu = upd.gather(1, flat).view(b, slots, steps, h)
+        ph = self.w_delta(upd).gather(1, flat).view(b, slots, steps, h)
+        state = self.prior(b, slots, dev, pred.dtype)
+        states = [state]
+        for s in range(steps):  # Eq. 8 along every chain
+            e_new = self.gate_update(state, hu[:, :, s], ph[:, :, s]).to(state.dtype)
+            state = torch.where((s < count)[..., None], e_new, state)
+            states.append(state)
+        table = torch.stack(states, 2).view(b, slots * (steps + 1), h)  # [k, s]: before s-th
+        table = torch.cat([table.new_zeros(b, 1, h), table], 1)  # 0: nothing mentioned yet
         ar = torch.arange(t_len, device=dev)
-        pos = torch.where(is_m, ar, ar + t_len).argsort(1)[:, :m_len]
-        valid = torch.arange(m_len, device=dev)[None] < count[:, None]
-        ent = batch.entity.gather(1, pos).clamp(min=0)
-        starts = (decision_points(batch) & is_m).gather(1, pos) & valid
-        idx = pos[..., None].expand(-1, -1, h)
-        hp, hu = pred.gather(1, idx), upd.gather(1, idx)
-        qh, ph = self.w_entity(hp), self.w_delta(hu)
-        slots = int(batch.entity.max()) + 2 if b else 1
-        mem = self.prior(b, slots, dev, pred.dtype)
-        last = torch.zeros(b, slots, dtype=torch.long, device=dev)
-        n = torch.zeros(b, dtype=torch.long, device=dev)
-        rows = torch.arange(b, device=dev)
-        logp, sel, after, dists = [], [], [], []
-        for j in range(m_len):
-            if keep_distributions or bool(starts[:, j].any()):
-                lp = self.entity_log_probs(mem, qh[:, j], last, n, pos[:, j])
-                logp.append(torch.where(starts[:, j], lp[rows, ent[:, j]], 0.0))
-                dists.append(lp)
-            else:
-                logp.append(torch.zeros(b, device=dev))
-            e_old = mem[rows, ent[:, j]]
-            e_new = self.gate_update(e_old, hu[:, j], ph[:, j])
-            mem, last, n = self.write(mem, last, n, ent[:, j], pos[:, j], e_new, valid[:, j])
-            sel.append(e_old)
-            after.append(e_new)
-        logp_e = torch.zeros(b, t_len, device=dev)
-        empty = pred.new_zeros(b, 0, h)
-        e_sel_m = torch.stack(sel, 1) if sel else empty
-        e_after = torch.stack(after, 1) if after else empty
-        if m_len:
-            logp_e = logp_e.scatter_add(1, pos, torch.stack(logp, 1) * valid)
-        before = torch.cumsum(is_m.long(), 1) - is_m.long()  # mention words before t
-        table = torch.cat([pred.new_zeros(b, 1, h), e_after.to(pred.dtype),
-                           e_sel_m.to(pred.dtype)], 1)  # fmt: skip
-        index = torch.where(is_m, 1 + m_len + before, before)  # e_after[before - 1] or zero
-        index = index.clamp(max=table.size(1) - 1)
-        gathered = table.gather(1, index[..., None].expand(-1, -1, h))
-        e_cur = gathered
-        e_sel = torch.where(is_m[..., None], gathered, 0.0)
-        extra = {"positions": pos, "starts": starts, "dists": dists}
+        ent = batch.entity.clamp(min=0)
+        # e_current: a mention word's entity before it; elsewhere the last mention word's
+        # entity after it (zero before the first mention)
+        src = torch.where(is_m, ar, -1).cummax(1).values if t_len else ent
+        src_c = src.clamp(min=0)
+        idx = 1 + ent.gather(1, src_c) * (steps + 1) + rank.gather(1, src_c) + (~is_m).long()
+        idx = torch.where(src >= 0, idx, 0)
+        e_cur = table.gather(1, idx[..., None].expand(-1, -1, h))
+        e_sel = torch.where(is_m[..., None], e_cur, 0.0)
+        logp_e, extra = self._entity_choices(pred, batch, table, before, where)
         return logp_e, e_sel, e_cur, extra
+
+    def _entity_choices(self, pred, batch: Batch, table, before, where):
+        """Eq. 4 at every mention start at once: log P(E_t = k) over the K slots (B x M x K),
+        with the memory as it stood before t (table from the chain scan)."""
+        b, t_len, h = pred.shape
+        slots, steps = where.size(1), where.size(2)
+        dev = pred.device
+        starts = decision_points(batch) & batch.is_mention
+        n_st = starts.sum(1)
+        m = int(n_st.max()) if b and t_len else 0
+        ar = torch.arange(t_len, device=dev)
+        pos = torch.where(starts, ar, ar + t_len).argsort(1)[:, :m]
+        valid = torch.arange(m, device=dev)[None] < n_st[:, None]
+        seen = before.gather(1, pos[..., None].expand(-1, -1, slots))  # B x M x K
+        k = torch.arange(slots, device=dev)
+        existing = seen > 0
+        n = (existing * (k + 1)).amax(-1) if slots else n_st.new_zeros(b, m)
+        mem_idx = 1 + k * (steps + 1) + seen.clamp(max=steps)
+        mem = table.gather(1, mem_idx.view(b, -1, 1).expand(-1, -1, h)).view(b, m, slots, h)
+        last = where.gather(2, (seen - 1).clamp(min=0).transpose(1, 2)).transpose(1, 2)
+        qh = self.w_entity(pred.gather(1, pos[..., None].expand(-1, -1, h)))
+        scores = (mem @ qh.to(mem.dtype)[..., None]).squeeze(-1).float()
+        dist = self.w_dist(distance_bucket(pos[..., None] - last, self.config.distance_buckets))
+        scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
+        lp = torch.log_softmax(scores.masked_fill(k > n[..., None], NEG), -1)
+        gold = lp.gather(2, batch.entity.gather(1, pos).clamp(min=0)[..., None]).squeeze(-1)
+        logp_e = torch.zeros(b, t_len, device=dev).scatter_add(1, pos, gold * valid)
+        return logp_e, {"positions": pos, "starts": valid, "dists": lp, "n": n}
 
     # ------------------------------------------------------------------ probabilities
 
@@ -290,12 +322,11 @@ class EntityNLM(nn.Module):
         where n_t = entities mentioned before t and index n_t is "new entity". The gold answer
         is batch.entity[doc, t] (== n_t for a new entity). Positions index the batch's words."""
         pred, upd = self.contexts(batch.tokens, batch.mask)
-        _, _, _, extra = self._mention_scan(pred, upd, batch, keep_distributions=True)
+        _, _, _, extra = self._mention_scan(pred, upd, batch)
         out: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(batch.tokens.size(0))]
-        for j, lp in enumerate(extra["dists"]):
-            for b in torch.nonzero(extra["starts"][:, j]).flatten().tolist():
-                n_t = int((lp[b] > NEG / 2).sum()) - 1
-                out[b].append((int(extra["positions"][b, j]), lp[b, : n_t + 1].cpu()))
+        for b, j in torch.nonzero(extra["starts"]).tolist():
+            n_t = int(extra["n"][b, j])
+            out[b].append((int(extra["positions"][b, j]), extra["dists"][b, j, : n_t + 1].cpu()))
         return out
 
     # ------------------------------------------------------------------ proposal sampling
