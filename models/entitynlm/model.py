@@ -225,9 +225,10 @@ class EntityNLM(nn.Module):
         ph = self.w_delta(upd).gather(1, flat).view(b, slots, steps, h)
         state = self.prior(b, slots, dev, pred.dtype)
         states = [state]
-        for s in range(steps):  # Eq. 8 along every chain
-            e_new = self.gate_update(state, hu[:, :, s], ph[:, :, s]).to(state.dtype)
-            state = torch.where((s < count)[..., None], e_new, state)
+        alive = (torch.arange(steps, device=dev) < count[..., None]).unbind(2)
+        for h_s, p_s, a_s in zip(hu.unbind(2), ph.unbind(2), alive, strict=True):  # Eq. 8
+            e_new = self.gate_update(state, h_s, p_s).to(state.dtype)  # (unbind: one backward)
+            state = torch.where(a_s[..., None], e_new, state)
             states.append(state)
         table = torch.stack(states, 2).view(b, slots * (steps + 1), h)  # [k, s]: before s-th
         table = torch.cat([table.new_zeros(b, 1, h), table], 1)  # 0: nothing mentioned yet
@@ -264,7 +265,7 @@ class EntityNLM(nn.Module):
         mem = table.gather(1, mem_idx.view(b, -1, 1).expand(-1, -1, h)).view(b, m, slots, h)
         last = where.gather(2, (seen - 1).clamp(min=0).transpose(1, 2)).transpose(1, 2)
         qh = self.w_entity(pred.gather(1, pos[..., None].expand(-1, -1, h)))
-        scores = (mem @ qh.to(mem.dtype)[..., None]).squeeze(-1).float()
+        scores = (mem * qh.to(mem.dtype)[:, :, None]).sum(-1).float()
         dist = self.w_dist(distance_bucket(pos[..., None] - last, self.config.distance_buckets))
         scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
         lp = torch.log_softmax(scores.masked_fill(k > n[..., None], NEG), -1)
