@@ -336,58 +336,76 @@ class EntityNLM(nn.Module):
     def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None):
         """Draw n (R, E, L) per document from Q (proposal only), each row of the result is one
         draw (document b's draws are rows b*n .. b*n+n-1). Returns (Batch of the draws,
-        log Q of each draw). A mention may run past the last word (prefix semantics)."""
+        log Q of each draw). A mention may run past the last word (prefix semantics).
+
+        The scan over words is sequential (E and L depend on the memory); everything that
+        does not (the states, W h, R's distribution, Eq. 4's distance weights) is computed
+        once per document before it, and the memory is updated in place."""
         if not self.config.proposal:
             raise ValueError("sample() is the proposal's: EntityNLMConfig(proposal=True)")
         pred, upd = self.contexts(tokens, mask)
-        pred, upd = pred.repeat_interleave(n, 0), upd.repeat_interleave(n, 0)
-        tokens, mask = tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
-        rows, t_len = tokens.shape
-        dev = tokens.device
-        r_lp, qh, ph = self.r_log_probs(pred), self.w_entity(pred), self.w_delta(upd)
+        t_len, dev = tokens.size(1), tokens.device
+
+        def per_draw(x):
+            return x.repeat_interleave(n, 0)
+
+        r_lp = per_draw(self.r_log_probs(pred))
+        r_p1 = r_lp[..., 1].exp()
+        qh, ph, pred, upd = (per_draw(x) for x in (self.w_entity(pred), self.w_delta(upd), pred, upd))
+        length_h = per_draw(self.w_length.weight[:, : pred.size(-1)] @ pred[::n].transpose(1, 2))
+        tokens, mask = per_draw(tokens), per_draw(mask)
+        dist_w = self.w_dist(distance_bucket(torch.arange(t_len + 1, device=dev),
+                                             self.config.distance_buckets)).squeeze(-1).float()  # fmt: skip
+        w_len_e = self.w_length.weight[:, pred.size(-1) :].T
+        rows = tokens.size(0)
         ar = torch.arange(rows, device=dev)
-        mem = self.prior(rows, 1, dev, pred.dtype)
-        last = torch.zeros(rows, 1, dtype=torch.long, device=dev)
+        mem = self.prior(rows, 2, dev, pred.dtype)
+        last = torch.zeros(rows, 2, dtype=torch.long, device=dev)
         n_ent = torch.zeros(rows, dtype=torch.long, device=dev)
         prev_rem = torch.zeros(rows, dtype=torch.long, device=dev)
-        prev_ent = torch.full((rows,), -1, dtype=torch.long, device=dev)
+        ent = torch.full((rows,), -1, dtype=torch.long, device=dev)
         logq = torch.zeros(rows, device=dev)
-        is_m, ents, rems = [], [], []
+        is_m = torch.zeros(rows, t_len, dtype=torch.bool, device=dev)
+        ents = torch.full((rows, t_len), -1, dtype=torch.long, device=dev)
+        rems = torch.zeros(rows, t_len, dtype=torch.long, device=dev)
         for t in range(t_len):
             m = mask[:, t]
             dec = m & (prev_rem <= 1)
-            r_new = torch.bernoulli(r_lp[:, t, 1].exp(), generator=generator).bool()
+            r_new = torch.bernoulli(r_p1[:, t], generator=generator).bool()
             r = torch.where(dec, r_new, prev_rem > 1) & m
             logq += torch.where(dec, r_lp[ar, t, r.long()], 0.0)
             start = dec & r
-            ent = prev_ent
             if bool(start.any()):
                 if int(n_ent.max()) + 1 >= mem.size(1):  # room for the new-entity slot
                     mem = torch.cat([mem, self.prior(rows, mem.size(1), dev, mem.dtype)], 1)
                     last = torch.cat([last, torch.zeros_like(last)], 1)
-                pos = torch.full((rows,), t, device=dev)
-                lp_e = self.entity_log_probs(mem, qh[:, t], last, n_ent, pos)
+                k = torch.arange(mem.size(1), device=dev)
+                scores = (mem * qh[:, t, None]).sum(-1).float()  # Eq. 4
+                scores += torch.where(k < n_ent[:, None], dist_w[t - last], 0.0)
+                lp_e = torch.log_softmax(scores.masked_fill(k > n_ent[:, None], NEG), -1)
                 e_s = gumbel_argmax(lp_e, generator)
-                lp_l = self.length_log_probs(pred[:, t], mem[ar, e_s])
+                e_sel = mem[ar, e_s]
+                lp_l = torch.log_softmax(  # Eq. 5, W [h; e] + b split in its two halves
+                    (length_h[:, :, t] + e_sel @ w_len_e + self.w_length.bias).float(), -1
+                )
                 l_s = gumbel_argmax(lp_l, generator)
                 logq += torch.where(start, lp_e[ar, e_s] + lp_l[ar, l_s], 0.0)
-                ent = torch.where(start, e_s, prev_ent)
+                ent = torch.where(start, e_s, ent)
                 prev_rem = torch.where(start, l_s + 1, prev_rem)
             rem = torch.where(start, prev_rem, torch.where(r, prev_rem - 1, 0))
-            if bool(r.any()):
-                e_new = self.gate_update(mem[ar, ent.clamp(min=0)], upd[:, t], ph[:, t])
-                pos = torch.full((rows,), t, device=dev)
-                mem, last, n_ent = self.write(mem, last, n_ent, ent, pos, e_new, r)
-            is_m.append(r)
-            ents.append(torch.where(r, ent, -1))
-            rems.append(rem)
-            prev_rem, prev_ent = rem, torch.where(r, ent, prev_ent)
+            if bool(r.any()):  # Eq. 8, in place for the rows inside a mention
+                slot = ent.clamp(min=0)
+                e_old = mem[ar, slot]
+                e_new = self.gate_update(e_old, upd[:, t], ph[:, t])
+                mem[ar, slot] = torch.where(r[:, None], e_new.to(mem.dtype), e_old)
+                last[ar, slot] = torch.where(r, t, last[ar, slot])
+                n_ent = torch.where(r, torch.maximum(n_ent, slot + 1), n_ent)
+            is_m[:, t] = r
+            ents[:, t] = torch.where(r, ent, -1)
+            rems[:, t] = rem
+            prev_rem, ent = rem, torch.where(r, ent, -1)
 
-        def stack(xs, dt):
-            return torch.stack(xs, 1) if xs else torch.zeros(rows, 0, dtype=dt)
-
-        draws = Batch(tokens=tokens, mask=mask, is_mention=stack(is_m, torch.bool),
-                      entity=stack(ents, torch.long), remaining=stack(rems, torch.long),
+        draws = Batch(tokens=tokens, mask=mask, is_mention=is_m, entity=ents, remaining=rems,
                       doc_ids=[])  # fmt: skip
         return draws, logq
 

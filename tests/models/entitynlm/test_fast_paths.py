@@ -63,3 +63,14 @@ def test_entity_predictions_equal_the_reference():
     for d_fast, d_slow in zip(fast, slow, strict=True):
         for (_, a), (_, b) in zip(d_fast, d_slow, strict=True):
             assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_sampler_draws_what_the_reference_draws():
+    """Same generator, same random numbers consumed in the same order: the same draws."""
+    q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=2)
+    batch = collate(random_documents(11), VOCAB)
+    fast = q.sample(batch.tokens, batch.mask, 30, torch.Generator().manual_seed(4))
+    slow = reference_of(q).sample(batch.tokens, batch.mask, 30, torch.Generator().manual_seed(4))
+    for name in ("is_mention", "entity", "remaining"):
+        assert torch.equal(getattr(fast[0], name), getattr(slow[0], name)), name
+    assert torch.allclose(fast[1], slow[1], atol=1e-5)
