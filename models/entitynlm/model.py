@@ -221,33 +221,50 @@ class EntityNLM(nn.Module):
         rank, before, where, count = self._chains(batch)
         slots, steps = where.size(1), where.size(2)
         flat = where.view(b, -1, 1).expand(-1, -1, h)
-        hu = upd.gather(1, flat).view(b, slots, steps, h)
-        ph = self.w_delta(upd).gather(1, flat).view(b, slots, steps, h)
-        state = self.prior(b, slots, dev, pred.dtype)
-        states = [state]
-        alive = (torch.arange(steps, device=dev) < count[..., None]).unbind(2)
-        for h_s, p_s, a_s in zip(hu.unbind(2), ph.unbind(2), alive, strict=True):  # Eq. 8
-            e_new = self.gate_update(state, h_s, p_s).to(state.dtype)  # (unbind: one backward)
-            state = torch.where(a_s[..., None], e_new, state)
-            states.append(state)
-        table = torch.stack(states, 2).view(b, slots * (steps + 1), h)  # [k, s]: before s-th
-        table = torch.cat([table.new_zeros(b, 1, h), table], 1)  # 0: nothing mentioned yet
+        hu = upd.gather(1, flat).view(b * slots, steps, h)
+        ph = self.w_delta(upd).gather(1, flat).reshape(b * slots, steps, h)
+        prior = self.prior(b, slots, dev, pred.dtype).reshape(b * slots, h)
+        table, at = self._chain_states(prior, hu, ph, count.reshape(-1))
+        chain = torch.arange(b, device=dev)[:, None] * slots + batch.entity.clamp(min=0)
         ar = torch.arange(t_len, device=dev)
-        ent = batch.entity.clamp(min=0)
         # e_current: a mention word's entity before it; elsewhere the last mention word's
         # entity after it (zero before the first mention)
-        src = torch.where(is_m, ar, -1).cummax(1).values if t_len else ent
+        src = torch.where(is_m, ar, -1).cummax(1).values if t_len else chain
         src_c = src.clamp(min=0)
-        idx = 1 + ent.gather(1, src_c) * (steps + 1) + rank.gather(1, src_c) + (~is_m).long()
-        idx = torch.where(src >= 0, idx, 0)
-        e_cur = table.gather(1, idx[..., None].expand(-1, -1, h))
+        idx = at(chain.gather(1, src_c), rank.gather(1, src_c) + (~is_m).long())
+        e_cur = table[torch.where(src >= 0, idx, 0)]
         e_sel = torch.where(is_m[..., None], e_cur, 0.0)
-        logp_e, extra = self._entity_choices(pred, batch, table, before, where)
+        logp_e, extra = self._entity_choices(pred, batch, table, at, before, where)
         return logp_e, e_sel, e_cur, extra
 
-    def _entity_choices(self, pred, batch: Batch, table, before, where):
+    def _chain_states(self, prior, hu, ph, count):
+        """Eq. 8 along C entity chains at once, the longest first so that the chains still
+        running at step s are a prefix (as packed sequences). Returns (table: N x H, row 0
+        zero; at(c, s): the row of chain c's embedding after its first s mention words)."""
+        c_all, steps, h = hu.shape
+        order = torch.argsort(count, descending=True, stable=True)
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(c_all, device=order.device)
+        alive = (count[:, None] > torch.arange(steps, device=count.device)).sum(0).tolist()
+        hu, ph = hu[order].transpose(0, 1), ph[order].transpose(0, 1)
+        state = prior[order]
+        pieces = [prior.new_zeros(1, h), state]
+        for s, live in enumerate(alive):
+            e_new = self.gate_update(state[:live], hu[s, :live], ph[s, :live]).to(state.dtype)
+            pieces.append(e_new)
+            state = torch.cat([e_new, state[live:]]) if live < c_all else e_new
+        table = torch.cat(pieces)
+        starts = torch.tensor([1, *(1 + c_all + sum(alive[:s]) for s in range(steps))],
+                              device=count.device)  # fmt: skip
+
+        def at(c, s):
+            return starts[s] + rank[c]
+
+        return table, at
+
+    def _entity_choices(self, pred, batch: Batch, table, at, before, where):
         """Eq. 4 at every mention start at once: log P(E_t = k) over the K slots (B x M x K),
-        with the memory as it stood before t (table from the chain scan)."""
+        with the memory as it stood before t (table, at: from the chain scan)."""
         b, t_len, h = pred.shape
         slots, steps = where.size(1), where.size(2)
         dev = pred.device
@@ -261,8 +278,8 @@ class EntityNLM(nn.Module):
         k = torch.arange(slots, device=dev)
         existing = seen > 0
         n = (existing * (k + 1)).amax(-1) if slots else n_st.new_zeros(b, m)
-        mem_idx = 1 + k * (steps + 1) + seen.clamp(max=steps)
-        mem = table.gather(1, mem_idx.view(b, -1, 1).expand(-1, -1, h)).view(b, m, slots, h)
+        chain = torch.arange(b, device=dev)[:, None, None] * slots + k
+        mem = table[at(chain.expand_as(seen), seen.clamp(max=steps))]  # B x M x K x H
         last = where.gather(2, (seen - 1).clamp(min=0).transpose(1, 2)).transpose(1, 2)
         qh = self.w_entity(pred.gather(1, pos[..., None].expand(-1, -1, h)))
         scores = (mem * qh.to(mem.dtype)[:, :, None]).sum(-1).float()
@@ -285,8 +302,18 @@ class EntityNLM(nn.Module):
 
     def word_log_probs(self, pred, e_cur, tokens) -> torch.Tensor:
         """log P(X_t = x_t | h_{t-1}, e_current) (Eq. 6), full softmax: B x T."""
-        logits = self.out(self.drop(pred + self.w_e(e_cur.to(pred.dtype)))).float()
-        return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
+        z = self.drop(pred + self.w_e(e_cur.to(pred.dtype)))
+        if torch.is_grad_enabled():
+            logits = self.out(z).float()
+            return logits.gather(-1, tokens[..., None]).squeeze(-1) - logits.logsumexp(-1)
+        # evaluation (many importance samples): the V logits in cache-sized row chunks
+        flat, words = z.reshape(-1, z.size(-1)), tokens.reshape(-1)
+        out = torch.empty(flat.size(0), device=z.device)
+        for i in range(0, flat.size(0), 512):
+            logits = self.out(flat[i : i + 512]).float()
+            target = logits.gather(-1, words[i : i + 512, None]).squeeze(-1)
+            out[i : i + 512] = target - logits.logsumexp(-1)
+        return out.view(tokens.shape)
 
     def token_log_probs(self, batch: Batch, contexts=None) -> dict[str, torch.Tensor]:
         """Per word log-probabilities of each variable (0 where it is not chosen): R at
