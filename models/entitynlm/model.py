@@ -221,7 +221,7 @@ class EntityNLM(nn.Module):
         rank, before, where, count = self._chains(batch)
         slots, steps = where.size(1), where.size(2)
         flat = where.view(b, -1, 1).expand(-1, -1, h)
-        hu = upd.gather(1, flat).view(b * slots, steps, h)
+        hu = upd.gather(1, flat).reshape(b * slots, steps, h)
         ph = self.w_delta(upd).gather(1, flat).reshape(b * slots, steps, h)
         prior = self.prior(b, slots, dev, pred.dtype).reshape(b * slots, h)
         table, at = self._chain_states(prior, hu, ph, count.reshape(-1))
