@@ -220,11 +220,10 @@ class EntityNLM(nn.Module):
         is_m = batch.is_mention & batch.mask
         rank, before, where, count = self._chains(batch)
         slots, steps = where.size(1), where.size(2)
-        flat = where.view(b, -1, 1).expand(-1, -1, h)
-        hu = upd.gather(1, flat).reshape(b * slots, steps, h)
-        ph = self.w_delta(upd).gather(1, flat).reshape(b * slots, steps, h)
+        rows = where + torch.arange(b, device=dev)[:, None, None] * t_len  # rows of B*T
         prior = self.prior(b, slots, dev, pred.dtype).reshape(b * slots, h)
-        table, at = self._chain_states(prior, hu, ph, count.reshape(-1))
+        table, at = self._chain_states(prior, upd.reshape(-1, h), self.w_delta(upd).reshape(-1, h),
+                                       rows.reshape(b * slots, steps), count.reshape(-1))  # fmt: skip
         chain = torch.arange(b, device=dev)[:, None] * slots + batch.entity.clamp(min=0)
         ar = torch.arange(t_len, device=dev)
         # e_current: a mention word's entity before it; elsewhere the last mention word's
@@ -237,20 +236,25 @@ class EntityNLM(nn.Module):
         logp_e, extra = self._entity_choices(pred, batch, table, at, before, where)
         return logp_e, e_sel, e_cur, extra
 
-    def _chain_states(self, prior, hu, ph, count):
+    def _chain_states(self, prior, hu, ph, rows, count):
         """Eq. 8 along C entity chains at once, the longest first so that the chains still
-        running at step s are a prefix (as packed sequences). Returns (table: N x H, row 0
+        running at step s are a prefix (as packed sequences); rows (C x S): the row of hu/ph
+        (h_t, W_delta h_t) of each chain's s-th mention word. Returns (table: N x H, row 0
         zero; at(c, s): the row of chain c's embedding after its first s mention words)."""
-        c_all, steps, h = hu.shape
+        c_all, steps = rows.shape
+        h = prior.size(-1)
         order = torch.argsort(count, descending=True, stable=True)
         rank = torch.empty_like(order)
         rank[order] = torch.arange(c_all, device=order.device)
         alive = (count[:, None] > torch.arange(steps, device=count.device)).sum(0).tolist()
-        hu, ph = hu[order].transpose(0, 1), ph[order].transpose(0, 1)
+        rows = rows[order].T
+        packed = torch.cat([rows[s, :live] for s, live in enumerate(alive)]) if steps else None
+        if steps:  # one gather and one backward for all steps
+            hu, ph = hu[packed].split(alive), ph[packed].split(alive)
         state = prior[order]
         pieces = [prior.new_zeros(1, h), state]
         for s, live in enumerate(alive):
-            e_new = self.gate_update(state[:live], hu[s, :live], ph[s, :live]).to(state.dtype)
+            e_new = self.gate_update(state[:live], hu[s], ph[s]).to(state.dtype)
             pieces.append(e_new)
             state = torch.cat([e_new, state[live:]]) if live < c_all else e_new
         table = torch.cat(pieces)
@@ -305,7 +309,7 @@ class EntityNLM(nn.Module):
         z = self.drop(pred + self.w_e(e_cur.to(pred.dtype)))
         if torch.is_grad_enabled():
             logits = self.out(z).float()
-            return logits.gather(-1, tokens[..., None]).squeeze(-1) - logits.logsumexp(-1)
+            return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
         # evaluation (many importance samples): the V logits in cache-sized row chunks
         flat, words = z.reshape(-1, z.size(-1)), tokens.reshape(-1)
         out = torch.empty(flat.size(0), device=z.device)
