@@ -382,7 +382,9 @@ class EntityNLM(nn.Module):
 
         r_lp = per_draw(self.r_log_probs(pred))
         r_p1 = r_lp[..., 1].exp()
-        qh, ph, pred, upd = (per_draw(x) for x in (self.w_entity(pred), self.w_delta(upd), pred, upd))
+        qh, ph, pred, upd = (
+            per_draw(x) for x in (self.w_entity(pred), self.w_delta(upd), pred, upd)
+        )
         length_h = per_draw(self.w_length.weight[:, : pred.size(-1)] @ pred[::n].transpose(1, 2))
         tokens, mask = per_draw(tokens), per_draw(mask)
         dist_w = self.w_dist(distance_bucket(torch.arange(t_len + 1, device=dev),

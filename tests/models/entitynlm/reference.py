@@ -3,6 +3,8 @@ the mention scan one mention word at a time and the sampler one word at a time, 
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -81,7 +83,6 @@ class ReferenceEntityNLM(EntityNLM):
         extra = {"positions": pos, "starts": starts, "dists": dists}
         return logp_e, e_sel, e_cur, extra
 
-
     @torch.no_grad()
     def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None):
         """Draw n (R, E, L) per document from Q (proposal only), each row of the result is one
@@ -158,3 +159,23 @@ def reference_of(model: EntityNLM) -> ReferenceEntityNLM:
     ref = ReferenceEntityNLM(model.config)
     ref.load_state_dict(model.state_dict())
     return ref.train(model.training)
+
+
+@torch.no_grad()
+def reference_importance_log_marginal(lm, proposal, batch: Batch, n=100, generator=None,
+                                      max_rows_tokens=200_000) -> torch.Tensor:  # fmt: skip
+    """models.entitynlm.sampling.importance_log_marginal before the speed work, verbatim."""
+    draws, logq = proposal.sample(batch.tokens, batch.mask, n, generator)
+    pred, upd = lm.contexts(batch.tokens, batch.mask)
+    logp = torch.empty_like(logq)
+    rows = draws.tokens.size(0)
+    chunk = max(n, (max_rows_tokens // max(1, draws.tokens.size(1))) // n * n)
+    for start in range(0, rows, chunk):
+        part = slice(start, min(rows, start + chunk))
+        docs = slice(start // n, (part.stop + n - 1) // n)
+        ctx = (pred[docs].repeat_interleave(n, 0), upd[docs].repeat_interleave(n, 0))
+        sub = Batch(draws.tokens[part], draws.mask[part], draws.is_mention[part],
+                    draws.entity[part], draws.remaining[part], [])  # fmt: skip
+        logp[part] = lm.log_joint(sub, contexts=ctx).float()
+    weights = (logp - logq).view(-1, n)
+    return torch.logsumexp(weights, 1) - math.log(n)

@@ -8,8 +8,9 @@ import random
 import torch
 
 from models.entitynlm.data import Document, collate
+from models.entitynlm.sampling import importance_log_marginal
 from tests.models.entitynlm.helpers import random_model, vocab_of
-from tests.models.entitynlm.reference import reference_of
+from tests.models.entitynlm.reference import reference_importance_log_marginal, reference_of
 
 VOCAB = vocab_of(7)
 
@@ -74,3 +75,13 @@ def test_sampler_draws_what_the_reference_draws():
     for name in ("is_mention", "entity", "remaining"):
         assert torch.equal(getattr(fast[0], name), getattr(slow[0], name)), name
     assert torch.allclose(fast[1], slow[1], atol=1e-5)
+
+
+def test_importance_estimate_equals_the_reference_with_the_same_generator():
+    lm = random_model(7, l_max=3, scale=1.5, seed=5)
+    q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=6)
+    batch = collate(random_documents(13, count=3), VOCAB)
+    fast = importance_log_marginal(lm, q, batch, 40, torch.Generator().manual_seed(1))
+    slow = reference_importance_log_marginal(reference_of(lm), reference_of(q), batch, 40,
+                                             torch.Generator().manual_seed(1))  # fmt: skip
+    assert torch.allclose(fast, slow, atol=1e-4)
