@@ -170,7 +170,7 @@ class EntityNLM(nn.Module):
         """Eq. 8: delta = sigmoid(h_t^T W_delta e), e <- normalize(delta e + (1 - delta) h_t);
         ph = W_delta h_t."""
         delta = torch.sigmoid((ph * e_old).sum(-1, keepdim=True))
-        return F.normalize(delta * e_old + (1 - delta) * hu.to(e_old.dtype), dim=-1)
+        return F.normalize(torch.lerp(hu.to(e_old.dtype), e_old, delta), dim=-1)  # fewer ops
 
     @staticmethod
     def write(mem, last, n, ent, pos, e_new, rows) -> tuple:

@@ -13,7 +13,15 @@ from models.entitynlm.model import NEG, EntityNLM, decision_points, gumbel_argma
 
 
 class ReferenceEntityNLM(EntityNLM):
-    """EntityNLM with the original (slow) `_mention_scan` and `sample`."""
+    """EntityNLM with the original (slow) Eq. 8 update, mention scan, word term and sampler."""
+
+    def gate_update(self, e_old, hu, ph) -> torch.Tensor:
+        delta = torch.sigmoid((ph * e_old).sum(-1, keepdim=True))
+        return F.normalize(delta * e_old + (1 - delta) * hu.to(e_old.dtype), dim=-1)
+
+    def word_log_probs(self, pred, e_cur, tokens) -> torch.Tensor:
+        logits = self.out(self.drop(pred + self.w_e(e_cur.to(pred.dtype)))).float()
+        return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
 
     @staticmethod
     def write(mem, last, n, ent, pos, e_new, rows) -> tuple:

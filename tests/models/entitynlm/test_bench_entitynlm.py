@@ -77,7 +77,7 @@ def _ratios(pair, rnn, batch, one, is_fn, repeats=5) -> tuple[float, float]:
     with torch.no_grad():
         rnn_pass = _best(rnn.log_words, one, 3 * repeats)
         is_doc = _best(lambda b: is_fn(pair.lm, pair.proposal, b, 100,
-                                       torch.Generator().manual_seed(0)), one, 2)  # fmt: skip
+                                       torch.Generator().manual_seed(0)), one, 3)  # fmt: skip
     return ratio_train, is_doc / rnn_pass, is_doc, rnn_pass
 
 
