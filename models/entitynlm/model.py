@@ -10,11 +10,12 @@ New entities are drawn from the learned prior N(r_1, sigma^2 I), projected on th
 (Eq. 7).
 
 Batching. The LSTM does not read the entities (Eq. 2), so the states of all words of all
-documents come from one cuDNN/MKL call. Only the entity memory is sequential; it is a tensor
-B x K x H (K = most entities in the batch + the "new" slot) updated with masks, and the scan
-runs over the mention words only (packed left per document): entity scores and updates happen
-there, e_current of every other word is gathered afterwards. R, L and the (full) word softmax
-are computed for all words at once after the scan.
+documents come from one cuDNN/MKL call. Only the entity memory is sequential, and an entity's
+embedding changes only at its own mention words (Eq. 8): the scan runs along the B x K entity
+chains at once (as many steps as the longest chain, packed longest first), the states any word
+needs (e_current, e_{E_t,t-1}, the memory at each mention start for Eq. 4) are gathered from
+its output afterwards, and Eq. 4 is evaluated at all mention starts together. R, L and the
+(full) word softmax are computed for all words at once after the scan.
 
 Conventions (as the view, tasks/graphs/views.py): entity ids 0-based in order of first mention
 (the new entity at a mention start is index n = number of entities so far), -1 outside
@@ -171,20 +172,6 @@ class EntityNLM(nn.Module):
         ph = W_delta h_t."""
         delta = torch.sigmoid((ph * e_old).sum(-1, keepdim=True))
         return F.normalize(torch.lerp(hu.to(e_old.dtype), e_old, delta), dim=-1)  # fewer ops
-
-    @staticmethod
-    def write(mem, last, n, ent, pos, e_new, rows) -> tuple:
-        """Store e_new as entity `ent` for the rows selected (masked, out of place)."""
-        n = torch.where(rows, torch.maximum(n, ent + 1), n)
-        if not torch.is_grad_enabled():  # evaluation and sampling: in place, rows selected
-            sel = torch.nonzero(rows).squeeze(1)
-            mem[sel, ent[sel]] = e_new[sel].to(mem.dtype)
-            last[sel, ent[sel]] = pos[sel]
-            return mem, last, n
-        slot = F.one_hot(ent.clamp(min=0), mem.size(1)).bool() & rows[:, None]
-        mem = torch.where(slot[..., None], e_new[:, None, :].to(mem.dtype), mem)
-        last = torch.where(slot, pos[:, None], last)
-        return mem, last, n
 
     def _chains(self, batch: Batch):
         """Index the mention words by entity chain: (rank, B x T: how many mention words of the
