@@ -10,11 +10,12 @@ New entities are drawn from the learned prior N(r_1, sigma^2 I), projected on th
 (Eq. 7).
 
 Batching. The LSTM does not read the entities (Eq. 2), so the states of all words of all
-documents come from one cuDNN/MKL call. Only the entity memory is sequential; it is a tensor
-B x K x H (K = most entities in the batch + the "new" slot) updated with masks, and the scan
-runs over the mention words only (packed left per document): entity scores and updates happen
-there, e_current of every other word is gathered afterwards. R, L and the (full) word softmax
-are computed for all words at once after the scan.
+documents come from one cuDNN/MKL call. Only the entity memory is sequential, and an entity's
+embedding changes only at its own mention words (Eq. 8): the scan runs along the B x K entity
+chains at once (as many steps as the longest chain, packed longest first), the states any word
+needs (e_current, e_{E_t,t-1}, the memory at each mention start for Eq. 4) are gathered from
+its output afterwards, and Eq. 4 is evaluated at all mention starts together. R, L and the
+(full) word softmax are computed for all words at once after the scan.
 
 Conventions (as the view, tasks/graphs/views.py): entity ids 0-based in order of first mention
 (the new entity at a mention start is index n = number of entities so far), -1 outside
@@ -170,75 +171,115 @@ class EntityNLM(nn.Module):
         """Eq. 8: delta = sigmoid(h_t^T W_delta e), e <- normalize(delta e + (1 - delta) h_t);
         ph = W_delta h_t."""
         delta = torch.sigmoid((ph * e_old).sum(-1, keepdim=True))
-        return F.normalize(delta * e_old + (1 - delta) * hu.to(e_old.dtype), dim=-1)
+        return F.normalize(torch.lerp(hu.to(e_old.dtype), e_old, delta), dim=-1)  # fewer ops
 
-    @staticmethod
-    def write(mem, last, n, ent, pos, e_new, rows) -> tuple:
-        """Store e_new as entity `ent` for the rows selected (masked, out of place)."""
-        n = torch.where(rows, torch.maximum(n, ent + 1), n)
-        if not torch.is_grad_enabled():  # evaluation and sampling: in place, rows selected
-            sel = torch.nonzero(rows).squeeze(1)
-            mem[sel, ent[sel]] = e_new[sel].to(mem.dtype)
-            last[sel, ent[sel]] = pos[sel]
-            return mem, last, n
-        slot = F.one_hot(ent.clamp(min=0), mem.size(1)).bool() & rows[:, None]
-        mem = torch.where(slot[..., None], e_new[:, None, :].to(mem.dtype), mem)
-        last = torch.where(slot, pos[:, None], last)
-        return mem, last, n
+    def _chains(self, batch: Batch):
+        """Index the mention words by entity chain: (rank, B x T: how many mention words of the
+        word's entity precede it; before, B x T x K: mention words of entity k before t;
+        where, B x K x S: position of the s-th mention word of entity k; count, B x K)."""
+        b, t_len = batch.tokens.shape
+        is_m = batch.is_mention & batch.mask
+        slots = int(batch.entity.max()) + 2 if b else 1  # entities + the "new" slot
+        ent = batch.entity.clamp(min=0)
+        onehot = (F.one_hot(ent, slots).bool() & is_m[..., None]).long()
+        upto = onehot.cumsum(1)
+        before = upto - onehot
+        rank = before.gather(2, ent[..., None]).squeeze(-1)
+        count = upto[:, -1] if t_len else onehot.new_zeros(b, slots)
+        steps = int(count.max()) if b and t_len else 0
+        where = torch.zeros(b, slots, steps, dtype=torch.long, device=ent.device)
+        bi, ti = torch.nonzero(is_m, as_tuple=True)
+        where[bi, ent[bi, ti], rank[bi, ti]] = ti
+        return rank, before, where, count
 
-    def _mention_scan(self, pred, upd, batch: Batch, keep_distributions: bool = False):
-        """The entity memory over the mention words of each document (packed left).
+    def _mention_scan(self, pred, upd, batch: Batch):
+        """The entity memory (Eq. 7-8) and the entity choices (Eq. 4) of B documents.
 
-        Returns (logp_e B x T at mention starts, e_sel B x T x H = e_{E_t, t-1} at mention
-        words, e_cur B x T x H = e_current for each word, and at mention starts the whole
-        distribution B x M x K if keep_distributions, with the packed positions)."""
+        An entity's embedding changes only at its own mention words, so the memory is scanned
+        along the B x K entity chains at once (steps = most mention words of one entity, not
+        of one document); the states every word needs are gathered afterwards, and Eq. 4 is
+        evaluated at all mention starts together. Returns (logp_e B x T at mention starts,
+        e_sel B x T x H = e_{E_t, t-1} at mention words, e_cur B x T x H = e_current for each
+        word, extra: the entity distributions at the mention starts, B x M x K, their
+        positions and validity, and n, the entities before each start)."""
         b, t_len, h = pred.shape
         dev = pred.device
         is_m = batch.is_mention & batch.mask
-        count = is_m.sum(1)
-        m_len = int(count.max()) if b else 0
+        rank, before, where, count = self._chains(batch)
+        slots, steps = where.size(1), where.size(2)
+        rows = where + torch.arange(b, device=dev)[:, None, None] * t_len  # rows of B*T
+        prior = self.prior(b, slots, dev, pred.dtype).reshape(b * slots, h)
+        table, at = self._chain_states(prior, upd.reshape(-1, h), self.w_delta(upd).reshape(-1, h),
+                                       rows.reshape(b * slots, steps), count.reshape(-1))  # fmt: skip
+        chain = torch.arange(b, device=dev)[:, None] * slots + batch.entity.clamp(min=0)
         ar = torch.arange(t_len, device=dev)
-        pos = torch.where(is_m, ar, ar + t_len).argsort(1)[:, :m_len]
-        valid = torch.arange(m_len, device=dev)[None] < count[:, None]
-        ent = batch.entity.gather(1, pos).clamp(min=0)
-        starts = (decision_points(batch) & is_m).gather(1, pos) & valid
-        idx = pos[..., None].expand(-1, -1, h)
-        hp, hu = pred.gather(1, idx), upd.gather(1, idx)
-        qh, ph = self.w_entity(hp), self.w_delta(hu)
-        slots = int(batch.entity.max()) + 2 if b else 1
-        mem = self.prior(b, slots, dev, pred.dtype)
-        last = torch.zeros(b, slots, dtype=torch.long, device=dev)
-        n = torch.zeros(b, dtype=torch.long, device=dev)
-        rows = torch.arange(b, device=dev)
-        logp, sel, after, dists = [], [], [], []
-        for j in range(m_len):
-            if keep_distributions or bool(starts[:, j].any()):
-                lp = self.entity_log_probs(mem, qh[:, j], last, n, pos[:, j])
-                logp.append(torch.where(starts[:, j], lp[rows, ent[:, j]], 0.0))
-                dists.append(lp)
-            else:
-                logp.append(torch.zeros(b, device=dev))
-            e_old = mem[rows, ent[:, j]]
-            e_new = self.gate_update(e_old, hu[:, j], ph[:, j])
-            mem, last, n = self.write(mem, last, n, ent[:, j], pos[:, j], e_new, valid[:, j])
-            sel.append(e_old)
-            after.append(e_new)
-        logp_e = torch.zeros(b, t_len, device=dev)
-        empty = pred.new_zeros(b, 0, h)
-        e_sel_m = torch.stack(sel, 1) if sel else empty
-        e_after = torch.stack(after, 1) if after else empty
-        if m_len:
-            logp_e = logp_e.scatter_add(1, pos, torch.stack(logp, 1) * valid)
-        before = torch.cumsum(is_m.long(), 1) - is_m.long()  # mention words before t
-        table = torch.cat([pred.new_zeros(b, 1, h), e_after.to(pred.dtype),
-                           e_sel_m.to(pred.dtype)], 1)  # fmt: skip
-        index = torch.where(is_m, 1 + m_len + before, before)  # e_after[before - 1] or zero
-        index = index.clamp(max=table.size(1) - 1)
-        gathered = table.gather(1, index[..., None].expand(-1, -1, h))
-        e_cur = gathered
-        e_sel = torch.where(is_m[..., None], gathered, 0.0)
-        extra = {"positions": pos, "starts": starts, "dists": dists}
+        # e_current: a mention word's entity before it; elsewhere the last mention word's
+        # entity after it (zero before the first mention)
+        src = torch.where(is_m, ar, -1).cummax(1).values if t_len else chain
+        src_c = src.clamp(min=0)
+        idx = at(chain.gather(1, src_c), rank.gather(1, src_c) + (~is_m).long())
+        e_cur = table[torch.where(src >= 0, idx, 0)]
+        e_sel = torch.where(is_m[..., None], e_cur, 0.0)
+        logp_e, extra = self._entity_choices(pred, batch, table, at, before, where)
         return logp_e, e_sel, e_cur, extra
+
+    def _chain_states(self, prior, hu, ph, rows, count):
+        """Eq. 8 along C entity chains at once, the longest first so that the chains still
+        running at step s are a prefix (as packed sequences); rows (C x S): the row of hu/ph
+        (h_t, W_delta h_t) of each chain's s-th mention word. Returns (table: N x H, row 0
+        zero; at(c, s): the row of chain c's embedding after its first s mention words)."""
+        c_all, steps = rows.shape
+        h = prior.size(-1)
+        order = torch.argsort(count, descending=True, stable=True)
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(c_all, device=order.device)
+        alive = (count[:, None] > torch.arange(steps, device=count.device)).sum(0).tolist()
+        rows = rows[order].T
+        packed = torch.cat([rows[s, :live] for s, live in enumerate(alive)]) if steps else None
+        if steps:  # one gather and one backward for all steps
+            hu, ph = hu[packed].split(alive), ph[packed].split(alive)
+        state = prior[order]
+        pieces = [prior.new_zeros(1, h), state]
+        for s, live in enumerate(alive):
+            e_new = self.gate_update(state[:live], hu[s], ph[s]).to(state.dtype)
+            pieces.append(e_new)
+            state = torch.cat([e_new, state[live:]]) if live < c_all else e_new
+        table = torch.cat(pieces)
+        starts = torch.tensor([1, *(1 + c_all + sum(alive[:s]) for s in range(steps))],
+                              device=count.device)  # fmt: skip
+
+        def at(c, s):
+            return starts[s] + rank[c]
+
+        return table, at
+
+    def _entity_choices(self, pred, batch: Batch, table, at, before, where):
+        """Eq. 4 at every mention start at once: log P(E_t = k) over the K slots (B x M x K),
+        with the memory as it stood before t (table, at: from the chain scan)."""
+        b, t_len, h = pred.shape
+        slots, steps = where.size(1), where.size(2)
+        dev = pred.device
+        starts = decision_points(batch) & batch.is_mention
+        n_st = starts.sum(1)
+        m = int(n_st.max()) if b and t_len else 0
+        ar = torch.arange(t_len, device=dev)
+        pos = torch.where(starts, ar, ar + t_len).argsort(1)[:, :m]
+        valid = torch.arange(m, device=dev)[None] < n_st[:, None]
+        seen = before.gather(1, pos[..., None].expand(-1, -1, slots))  # B x M x K
+        k = torch.arange(slots, device=dev)
+        existing = seen > 0
+        n = (existing * (k + 1)).amax(-1) if slots else n_st.new_zeros(b, m)
+        chain = torch.arange(b, device=dev)[:, None, None] * slots + k
+        mem = table[at(chain.expand_as(seen), seen.clamp(max=steps))]  # B x M x K x H
+        last = where.gather(2, (seen - 1).clamp(min=0).transpose(1, 2)).transpose(1, 2)
+        qh = self.w_entity(pred.gather(1, pos[..., None].expand(-1, -1, h)))
+        scores = (mem * qh.to(mem.dtype)[:, :, None]).sum(-1).float()
+        dist = self.w_dist(distance_bucket(pos[..., None] - last, self.config.distance_buckets))
+        scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
+        lp = torch.log_softmax(scores.masked_fill(k > n[..., None], NEG), -1)
+        gold = lp.gather(2, batch.entity.gather(1, pos).clamp(min=0)[..., None]).squeeze(-1)
+        logp_e = torch.zeros(b, t_len, device=dev).scatter_add(1, pos, gold * valid)
+        return logp_e, {"positions": pos, "starts": valid, "dists": lp, "n": n}
 
     # ------------------------------------------------------------------ probabilities
 
@@ -252,8 +293,18 @@ class EntityNLM(nn.Module):
 
     def word_log_probs(self, pred, e_cur, tokens) -> torch.Tensor:
         """log P(X_t = x_t | h_{t-1}, e_current) (Eq. 6), full softmax: B x T."""
-        logits = self.out(self.drop(pred + self.w_e(e_cur.to(pred.dtype)))).float()
-        return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
+        z = self.drop(pred + self.w_e(e_cur.to(pred.dtype)))
+        if torch.is_grad_enabled():
+            logits = self.out(z).float()
+            return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
+        # evaluation (many importance samples): the V logits in cache-sized row chunks
+        flat, words = z.reshape(-1, z.size(-1)), tokens.reshape(-1)
+        out = torch.empty(flat.size(0), device=z.device)
+        for i in range(0, flat.size(0), 512):
+            logits = self.out(flat[i : i + 512]).float()
+            target = logits.gather(-1, words[i : i + 512, None]).squeeze(-1)
+            out[i : i + 512] = target - logits.logsumexp(-1)
+        return out.view(tokens.shape)
 
     def token_log_probs(self, batch: Batch, contexts=None) -> dict[str, torch.Tensor]:
         """Per word log-probabilities of each variable (0 where it is not chosen): R at
@@ -290,12 +341,11 @@ class EntityNLM(nn.Module):
         where n_t = entities mentioned before t and index n_t is "new entity". The gold answer
         is batch.entity[doc, t] (== n_t for a new entity). Positions index the batch's words."""
         pred, upd = self.contexts(batch.tokens, batch.mask)
-        _, _, _, extra = self._mention_scan(pred, upd, batch, keep_distributions=True)
+        _, _, _, extra = self._mention_scan(pred, upd, batch)
         out: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(batch.tokens.size(0))]
-        for j, lp in enumerate(extra["dists"]):
-            for b in torch.nonzero(extra["starts"][:, j]).flatten().tolist():
-                n_t = int((lp[b] > NEG / 2).sum()) - 1
-                out[b].append((int(extra["positions"][b, j]), lp[b, : n_t + 1].cpu()))
+        for b, j in torch.nonzero(extra["starts"]).tolist():
+            n_t = int(extra["n"][b, j])
+            out[b].append((int(extra["positions"][b, j]), extra["dists"][b, j, : n_t + 1].cpu()))
         return out
 
     # ------------------------------------------------------------------ proposal sampling
@@ -304,58 +354,78 @@ class EntityNLM(nn.Module):
     def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None):
         """Draw n (R, E, L) per document from Q (proposal only), each row of the result is one
         draw (document b's draws are rows b*n .. b*n+n-1). Returns (Batch of the draws,
-        log Q of each draw). A mention may run past the last word (prefix semantics)."""
+        log Q of each draw). A mention may run past the last word (prefix semantics).
+
+        The scan over words is sequential (E and L depend on the memory); everything that
+        does not (the states, W h, R's distribution, Eq. 4's distance weights) is computed
+        once per document before it, and the memory is updated in place."""
         if not self.config.proposal:
             raise ValueError("sample() is the proposal's: EntityNLMConfig(proposal=True)")
         pred, upd = self.contexts(tokens, mask)
-        pred, upd = pred.repeat_interleave(n, 0), upd.repeat_interleave(n, 0)
-        tokens, mask = tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
-        rows, t_len = tokens.shape
-        dev = tokens.device
-        r_lp, qh, ph = self.r_log_probs(pred), self.w_entity(pred), self.w_delta(upd)
+        t_len, dev = tokens.size(1), tokens.device
+
+        def per_draw(x):
+            return x.repeat_interleave(n, 0)
+
+        r_lp = per_draw(self.r_log_probs(pred))
+        r_p1 = r_lp[..., 1].exp()
+        qh, ph, pred, upd = (
+            per_draw(x) for x in (self.w_entity(pred), self.w_delta(upd), pred, upd)
+        )
+        length_h = per_draw(self.w_length.weight[:, : pred.size(-1)] @ pred[::n].transpose(1, 2))
+        tokens, mask = per_draw(tokens), per_draw(mask)
+        dist_w = self.w_dist(distance_bucket(torch.arange(t_len + 1, device=dev),
+                                             self.config.distance_buckets)).squeeze(-1).float()  # fmt: skip
+        w_len_e = self.w_length.weight[:, pred.size(-1) :].T
+        rows = tokens.size(0)
         ar = torch.arange(rows, device=dev)
-        mem = self.prior(rows, 1, dev, pred.dtype)
-        last = torch.zeros(rows, 1, dtype=torch.long, device=dev)
+        mem = self.prior(rows, 2, dev, pred.dtype)
+        last = torch.zeros(rows, 2, dtype=torch.long, device=dev)
         n_ent = torch.zeros(rows, dtype=torch.long, device=dev)
         prev_rem = torch.zeros(rows, dtype=torch.long, device=dev)
-        prev_ent = torch.full((rows,), -1, dtype=torch.long, device=dev)
+        ent = torch.full((rows,), -1, dtype=torch.long, device=dev)
         logq = torch.zeros(rows, device=dev)
-        is_m, ents, rems = [], [], []
+        is_m = torch.zeros(rows, t_len, dtype=torch.bool, device=dev)
+        ents = torch.full((rows, t_len), -1, dtype=torch.long, device=dev)
+        rems = torch.zeros(rows, t_len, dtype=torch.long, device=dev)
         for t in range(t_len):
             m = mask[:, t]
             dec = m & (prev_rem <= 1)
-            r_new = torch.bernoulli(r_lp[:, t, 1].exp(), generator=generator).bool()
+            r_new = torch.bernoulli(r_p1[:, t], generator=generator).bool()
             r = torch.where(dec, r_new, prev_rem > 1) & m
             logq += torch.where(dec, r_lp[ar, t, r.long()], 0.0)
             start = dec & r
-            ent = prev_ent
             if bool(start.any()):
                 if int(n_ent.max()) + 1 >= mem.size(1):  # room for the new-entity slot
                     mem = torch.cat([mem, self.prior(rows, mem.size(1), dev, mem.dtype)], 1)
                     last = torch.cat([last, torch.zeros_like(last)], 1)
-                pos = torch.full((rows,), t, device=dev)
-                lp_e = self.entity_log_probs(mem, qh[:, t], last, n_ent, pos)
+                k = torch.arange(mem.size(1), device=dev)
+                scores = (mem * qh[:, t, None]).sum(-1).float()  # Eq. 4
+                scores += torch.where(k < n_ent[:, None], dist_w[t - last], 0.0)
+                lp_e = torch.log_softmax(scores.masked_fill(k > n_ent[:, None], NEG), -1)
                 e_s = gumbel_argmax(lp_e, generator)
-                lp_l = self.length_log_probs(pred[:, t], mem[ar, e_s])
+                e_sel = mem[ar, e_s]
+                lp_l = torch.log_softmax(  # Eq. 5, W [h; e] + b split in its two halves
+                    (length_h[:, :, t] + e_sel @ w_len_e + self.w_length.bias).float(), -1
+                )
                 l_s = gumbel_argmax(lp_l, generator)
                 logq += torch.where(start, lp_e[ar, e_s] + lp_l[ar, l_s], 0.0)
-                ent = torch.where(start, e_s, prev_ent)
+                ent = torch.where(start, e_s, ent)
                 prev_rem = torch.where(start, l_s + 1, prev_rem)
             rem = torch.where(start, prev_rem, torch.where(r, prev_rem - 1, 0))
-            if bool(r.any()):
-                e_new = self.gate_update(mem[ar, ent.clamp(min=0)], upd[:, t], ph[:, t])
-                pos = torch.full((rows,), t, device=dev)
-                mem, last, n_ent = self.write(mem, last, n_ent, ent, pos, e_new, r)
-            is_m.append(r)
-            ents.append(torch.where(r, ent, -1))
-            rems.append(rem)
-            prev_rem, prev_ent = rem, torch.where(r, ent, prev_ent)
+            if bool(r.any()):  # Eq. 8, in place for the rows inside a mention
+                slot = ent.clamp(min=0)
+                e_old = mem[ar, slot]
+                e_new = self.gate_update(e_old, upd[:, t], ph[:, t])
+                mem[ar, slot] = torch.where(r[:, None], e_new.to(mem.dtype), e_old)
+                last[ar, slot] = torch.where(r, t, last[ar, slot])
+                n_ent = torch.where(r, torch.maximum(n_ent, slot + 1), n_ent)
+            is_m[:, t] = r
+            ents[:, t] = torch.where(r, ent, -1)
+            rems[:, t] = rem
+            prev_rem, ent = rem, torch.where(r, ent, -1)
 
-        def stack(xs, dt):
-            return torch.stack(xs, 1) if xs else torch.zeros(rows, 0, dtype=dt)
-
-        draws = Batch(tokens=tokens, mask=mask, is_mention=stack(is_m, torch.bool),
-                      entity=stack(ents, torch.long), remaining=stack(rems, torch.long),
+        draws = Batch(tokens=tokens, mask=mask, is_mention=is_m, entity=ents, remaining=rems,
                       doc_ids=[])  # fmt: skip
         return draws, logq
 

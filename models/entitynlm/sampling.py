@@ -37,16 +37,21 @@ def importance_log_marginal(
     """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q."""
     draws, logq = proposal.sample(batch.tokens, batch.mask, n, generator)
     pred, upd = lm.contexts(batch.tokens, batch.mask)
-    logp = torch.empty_like(logq)
-    rows = draws.tokens.size(0)
-    chunk = max(n, (max_rows_tokens // max(1, draws.tokens.size(1))) // n * n)
-    for start in range(0, rows, chunk):
-        part = slice(start, min(rows, start + chunk))
-        docs = slice(start // n, (part.stop + n - 1) // n)
-        ctx = (pred[docs].repeat_interleave(n, 0), upd[docs].repeat_interleave(n, 0))
-        sub = Batch(draws.tokens[part], draws.mask[part], draws.is_mention[part],
-                    draws.entity[part], draws.remaining[part], [])  # fmt: skip
-        logp[part] = lm.log_joint(sub, contexts=ctx).float()
+    # identical draws of a document (frequent when Q is peaked) are scored once
+    key = torch.cat([torch.arange(logq.size(0), device=logq.device)[:, None] // n,
+                     draws.is_mention.long(), draws.entity, draws.remaining], 1)  # fmt: skip
+    uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
+    first = torch.full((uniq.size(0),), key.size(0), dtype=torch.long, device=key.device)
+    first = first.scatter_reduce(0, inverse, torch.arange(key.size(0), device=key.device), "amin")
+    logp_u = torch.empty(first.size(0), device=logq.device)
+    chunk = max(1, max_rows_tokens // max(1, draws.tokens.size(1)))
+    for start in range(0, first.size(0), chunk):
+        rows = first[start : start + chunk]
+        docs = rows // n
+        sub = Batch(draws.tokens[rows], draws.mask[rows], draws.is_mention[rows],
+                    draws.entity[rows], draws.remaining[rows], [])  # fmt: skip
+        logp_u[start : start + chunk] = lm.log_joint(sub, contexts=(pred[docs], upd[docs])).float()
+    logp = logp_u[inverse]
     weights = (logp - logq).view(-1, n)
     return torch.logsumexp(weights, 1) - math.log(n)
 
