@@ -99,7 +99,8 @@ def metrics(tmp_path):
     _put(mage, _reader("bigru", "wt2", "wikitext2", 0.5))
     _put(coref, _coref("baseline", 0.60, 0.58))
     _put(coref, _coref("asl", 0.61, 0.585))
-    return {"mage": str(mage), "coref": str(coref)}
+    # EntityNLM: an empty directory, never the checkout's metrics/train_entitynlm
+    return {"mage": str(mage), "coref": str(coref), "entitynlm": str(tmp_path / "train_entitynlm")}
 
 
 def _outputs(tmp_path) -> dict:
@@ -107,7 +108,11 @@ def _outputs(tmp_path) -> dict:
     return {
         "figures": str(tmp_path / "out" / "figures"),
         "summary": str(tmp_path / "out" / "summary"),
-        "artifacts": {"mage": str(tmp_path / "artifacts_mage"), "coref": str(tmp_path / "x")},
+        "artifacts": {
+            "mage": str(tmp_path / "artifacts_mage"),
+            "coref": str(tmp_path / "x"),
+            "entitynlm": str(tmp_path / "y"),
+        },  # fmt: skip
         "annotation_metrics": str(tmp_path / "annotate"),
     }
 
