@@ -1,4 +1,4 @@
-"""Stage `entity_prediction`: InScript entity prediction (Ji et al. 2017 §5.3, Table 3) baselines.
+"""Stage `entity_prediction`: InScript entity prediction (Ji et al. 2017 §5.3, Table 3).
 
     python -m flows.entity_prediction --corpus inscript
 
@@ -6,7 +6,9 @@ params.yaml entity_prediction holds the slot rules and the shallow ranker's sett
 stage reads data/docs/<corpus>/ (InScript: also data/raw/inscript for the label kinds) and
 writes metrics/entity_prediction/<corpus>.json and
 data/entity_prediction/<corpus>/predictions.parquet. The work is
-tasks/evaluation/entity_prediction_stage.py's; the embedded default runs on `synthetic`.
+tasks/evaluation/entity_prediction_stage.py's (the baselines) and EntityNLM's predictor
+(models/entitynlm/apply.py, checkpoint entity_prediction.entitynlm.checkpoint, null: none); the
+embedded default runs on `synthetic`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from flows.runtime import flow, run_cli, task
+from models.entitynlm.apply import entity_predictors
 from tasks.evaluation import entity_prediction_stage as stage
 
 run_corpus = task(stage.run, name="entity-prediction", task_run_name="entity_prediction@{corpus}")
@@ -21,7 +24,8 @@ run_corpus = task(stage.run, name="entity-prediction", task_run_name="entity_pre
 
 @flow(name="entity_prediction")
 def entity_prediction(corpus: str) -> dict:
-    return run_corpus(corpus)
+    cfg = stage.settings()
+    return run_corpus(corpus, entity_predictors(cfg.entitynlm.checkpoint))
 
 
 def main(argv: list[str] | None = None) -> None:

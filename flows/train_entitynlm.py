@@ -1,6 +1,7 @@
 """Stage `train_entitynlm`: one language model of Ji et al. 2017 Table 1, all seeds.
 
     python -m flows.train_entitynlm --model entitynlm [--seed 3]
+    python -m flows.train_entitynlm --model 5gram   # the KenLM-style 5-gram (no seeds)
 
 params.yaml train_entitynlm names the annotation runs whose EntityNLM views are the data
 (data/graphs/<run>/entitynlm.parquet), the model and training settings and the importance
@@ -15,6 +16,7 @@ import argparse
 import logging
 
 from flows.runtime import flow, run_cli, task
+from models.entitynlm import ngram
 from models.entitynlm import train as stage
 from tasks.core.storage import write_metrics
 
@@ -24,6 +26,8 @@ train_seed = task(
     stage.train_seed, name="train-entitynlm-seed", task_run_name="train_entitynlm@{kind}/seed{seed}"
 )
 
+train_5gram = task(ngram.train_item, name="train-5gram")
+
 
 @flow(name="train-entitynlm")
 def train_entitynlm(model: str, seed: int | None = None) -> dict:
@@ -31,6 +35,10 @@ def train_entitynlm(model: str, seed: int | None = None) -> dict:
     splits, vocab = stage.prepare_data(cfg)
     log.info("%s on %s: documents %s, vocabulary %d", model, "+".join(cfg.runs),
              {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip
+    if model == ngram.ITEM:  # the count-based baseline: no seeds, one ARPA
+        summary = train_5gram(splits, vocab, cfg)
+        write_metrics(stage.metrics_path(model), summary)
+        return summary
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
     results = [train_seed(model, s, (splits, vocab), cfg) for s in seeds]
     summary = stage.summarize(model, results)
@@ -40,7 +48,7 @@ def train_entitynlm(model: str, seed: int | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, choices=stage.MODELS)
+    parser.add_argument("--model", required=True, choices=[*stage.MODELS, ngram.ITEM])
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
     run_cli(train_entitynlm, args.model, args.seed)

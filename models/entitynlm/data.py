@@ -58,10 +58,7 @@ def normalize_token(token: str) -> str:
 
 def preprocess(row: Mapping, *, drop_singletons: bool = True) -> Document:
     """One ENTITYNLM_VIEW row -> Document under the §4 rules (module docstring)."""
-    keep = [
-        m or not _PUNCT.match(tok) for tok, m in zip(row["tokens"], row["is_mention"], strict=True)
-    ]
-    idx = [i for i, k in enumerate(keep) if k]
+    idx = kept_positions(row)
     tokens = [normalize_token(row["tokens"][i]) for i in idx]
     is_mention = [bool(row["is_mention"][i]) for i in idx]
     entity = [int(row["entity"][i]) for i in idx]
@@ -76,6 +73,13 @@ def preprocess(row: Mapping, *, drop_singletons: bool = True) -> Document:
             continue
         entity[i] = renumber.setdefault(e, len(renumber))
     return Document(str(row["doc_id"]), str(row["split"]), tokens, is_mention, entity, remaining)
+
+
+def kept_positions(row: Mapping) -> list[int]:
+    """The view's token positions `preprocess` keeps, in order (position p of the Document is
+    the view's kept_positions(row)[p]): punctuation-only words outside mentions are dropped."""
+    return [i for i, (tok, m) in enumerate(zip(row["tokens"], row["is_mention"], strict=True))
+            if m or not _PUNCT.match(tok)]  # fmt: skip
 
 
 def remaining_is_start(remaining: Sequence[int], i: int) -> bool:

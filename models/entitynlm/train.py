@@ -47,6 +47,7 @@ from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, key_path, parse_settings, settings_to_dict
 from tasks.core.tracking import log_metrics, tracked_run
+from tasks.evaluation.ngram import NgramSettings
 from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
 
 log = logging.getLogger("corefrepro.train_entitynlm")
@@ -100,6 +101,7 @@ class TrainEntityNLMSettings:
     model: ModelSettings = field(default_factory=ModelSettings)
     train: TrainSettings = field(default_factory=TrainSettings)
     evaluation: EvalSettings = field(default_factory=EvalSettings)
+    ngram: NgramSettings = field(default_factory=NgramSettings)  # the 5-gram item (Table 1)
 
     def validate(self, path: str) -> None:
         bad = sorted(set(self.max_documents) - {"train", "dev", "test"})
@@ -266,14 +268,15 @@ def train_and_evaluate(kind, splits, vocab, cfg: TrainEntityNLMSettings, seed: i
                                                       result.precision).items():  # fmt: skip
                 scores[split].update(extra)
     train_tokens = sum(len(d.tokens) for d in splits["train"])
-    train_time = sum(r["train_time_s"] for r in result.history)
+    train_time = result.train_time_s  # the loop keeps no wall-clock figures in its history
+    epochs_now = result.epochs_run - result.resumed_from  # epochs this call trained
     metrics = {
         "model": kind, "seed": int(seed), **scores,
         "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
         "vocab_size": len(vocab),
         "documents": {s: len(d) for s, d in splits.items()},
         "tokens": {s: sum(len(x.tokens) for x in d) for s, d in splits.items()},
-        "train_tokens_per_s": train_tokens * result.epochs_run / train_time if train_time else None,
+        "train_tokens_per_s": train_tokens * epochs_now / train_time if train_time else None,
         "device": result.precision.describe(),
         "wall_time_s": time.perf_counter() - started,
     }  # fmt: skip

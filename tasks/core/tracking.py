@@ -39,6 +39,7 @@ PAPERS = {
     "train_coref": "Luo & Glass 2018, cross-sentence coreference",
     "train_entitynlm": "Ji et al. 2017, EntityNLM",
     "entity_prediction": "Ji et al. 2017, EntityNLM (§5.3 entity prediction; Modi et al. 2017)",
+    "rerank_entitynlm": "Ji et al. 2017, EntityNLM (§5.2 coreference reranking)",
     "train_corelm": "Stylianou & Vlahavas 2021, CoreLM",
     "report": "",
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,22 @@ INSCRIPT_TEST_STORIES = 182  # the split file's test list (tasks/corpora/inscrip
 
 
 @dataclass
+class ModelPredictorSettings:
+    """params.yaml entity_prediction.entitynlm: a trained model's checkpoint (null: skip it).
+    The predictor itself is the model family's (models/entitynlm/apply.py); the flow builds it
+    and hands it to `run`."""
+
+    checkpoint: str | None = None
+
+
+@dataclass
 class EntityPredictionSettings(ep.ProtocolSettings):
     """params.yaml entity_prediction: the corpora, the slot rules, the shallow ranker."""
 
     corpora: list[str] = field(default_factory=lambda: ["synthetic"])
     shallow: ep.ShallowSettings = field(default_factory=ep.ShallowSettings)
     threads: int | None = 1  # torch intra-op threads
+    entitynlm: ModelPredictorSettings = field(default_factory=ModelPredictorSettings)
 
 
 def settings() -> EntityPredictionSettings:
@@ -84,8 +95,9 @@ def split_label(corpus: str, split: str, docs: list[dict]) -> str:
     return split
 
 
-def run(corpus: str) -> dict[str, Any]:
-    """The stage on one corpus; returns the metrics written."""
+def run(corpus: str, extra: Sequence[ep.Predictor] = ()) -> dict[str, Any]:
+    """The stage on one corpus; returns the metrics written. `extra`: trained models'
+    predictors (Table 3's EntityNLM), scored beside the two baselines."""
     from tasks.core.tracking import log_metrics, tracked_run
 
     cfg = settings()
@@ -99,7 +111,8 @@ def run(corpus: str) -> dict[str, Any]:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     try:
-        predictors = [ep.AlwaysNew(), ep.ShallowRanker(cfg.shallow).fit(docs, by_split["train"])]
+        predictors = [ep.AlwaysNew(), ep.ShallowRanker(cfg.shallow).fit(docs, by_split["train"]),
+                      *extra]  # fmt: skip
         rows, results = _predict(predictors, docs, by_split, corpus)
     finally:
         torch.set_num_threads(threads)
@@ -114,6 +127,7 @@ def run(corpus: str) -> dict[str, Any]:
         },
         "accuracy": results,
         "shallow_weights": predictors[1].weights(),
+        "unscored_slots": {p.name: p.unscored for p in extra if hasattr(p, "unscored")},
         "seconds": round(time.perf_counter() - started, 3),
     }
     with storage.atomic_dir(predictions_dir(corpus)) as tmp:

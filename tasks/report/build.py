@@ -43,6 +43,8 @@ FAMILIES: dict[str, Family] = {
     "runs": mage.FAMILY,
     "coref": coref.FAMILY,
     "entitynlm_lm": entitynlm.FAMILY,  # Ji et al. 2017 Table 1
+    "entitynlm_rerank": entitynlm.FAMILY,  # Ji et al. 2017 Table 2
+    "entitynlm_prediction": entitynlm.FAMILY,  # Ji et al. 2017 Table 3
     "corelm": corelm.FAMILY,  # Stylianou & Vlahavas Tables 1-2 (paper yaml key `corelm`)
 }
 KINDS = tuple(FAMILIES)

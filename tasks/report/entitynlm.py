@@ -3,21 +3,23 @@
 Table 1 (language modelling): the perplexity of the 5-gram, the RNNLM and EntityNLM (words
 only, R/E/L marginalised by importance sampling, Eq. 11) on dev and test beside the paper's
 test numbers. Reads every metrics/train_entitynlm/<model>.json by its "model" key
-(models/entitynlm/train.py summarize: dev_ppl / test_ppl as {mean, std, n}; a file of another
-stage, e.g. the 5-gram's, may give plain numbers there). After the tables: whatever the
-reranking (Table 2) and entity-prediction (Table 3) stages wrote under
-metrics/rerank_entitynlm/ and metrics/entity_prediction/, rendered as is (their numbers
-beside the paper's are those stages' own sections).
+(models/entitynlm/train.py summarize and models/entitynlm/ngram.py: dev_ppl / test_ppl as
+{mean, std, n}; plain numbers are read too).
+
+Table 2 (coreference reranking, §5.2): metrics/rerank_entitynlm/<corpus>.json of the
+rerank_entitynlm stage (MUC/B3/CEAF-e P, R, F1 and CoNLL of the 1-best and the two rerankers
+on test, alpha, approximate-randomization p-values). Table 3 (entity prediction, §5.3):
+metrics/entity_prediction/<corpus>.json (accuracy per predictor on test). Both directories
+are the siblings of the family's metrics directory (params.yaml report.metrics.entitynlm).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.core.config import resolve_path
 from tasks.core.errors import DataError
 from tasks.report.common import (
     DASH,
@@ -34,21 +36,43 @@ from tasks.report.common import (
     metric,
 )
 
-EXTRA_DIRS = {"Table 2 (coreference reranking)": "metrics/rerank_entitynlm",
-              "Table 3 (entity prediction)": "metrics/entity_prediction"}  # fmt: skip
+RERANK_DIR, PREDICTION_DIR = "rerank_entitynlm", "entity_prediction"  # siblings of the LM dir
+SYSTEMS = ("baseline", "rerank_lm", "rerank_combined")  # models/entitynlm/rerank.evaluate
 
 
-def load_runs(root: str | Path) -> dict[str, Run]:
-    """metrics/train_entitynlm/<model>.json by "model"; empty when the directory is absent."""
-    root = Path(root)
+@dataclass
+class EntityNLMRuns:
+    """The family's metrics: LM runs by model (Table 1), reranking and entity-prediction
+    results by corpus (Tables 2 and 3)."""
+
+    lm: dict[str, Run] = field(default_factory=dict)
+    rerank: dict[str, Run] = field(default_factory=dict)
+    prediction: dict[str, Run] = field(default_factory=dict)
+
+    def of(self, kind: str) -> dict[str, Run]:
+        return {"entitynlm_rerank": self.rerank, "entitynlm_prediction": self.prediction}.get(
+            kind, self.lm
+        )
+
+
+def _load_dir(root: Path, key: str) -> dict[str, Run]:
     out: dict[str, Run] = {}
     for path in sorted(root.glob("*.json")) if root.is_dir() else []:
         data = _read_json(path)
-        model = _key(data, "model", path)
-        if model in out:
-            raise DataError(path, f"model {model!r} again (also in {out[model].path})")
-        out[model] = Run(model, "", str(data.get("dataset") or ""), _display(path), data)
+        name = _key(data, key, path)
+        if name in out:
+            raise DataError(path, f"{key} {name!r} again (also in {out[name].path})")
+        corpus = str(data.get("dataset") or data.get("corpus") or "")
+        out[name] = Run(name, "", corpus, _display(path), data)
     return out
+
+
+def load_runs(root: str | Path) -> EntityNLMRuns:
+    """metrics/train_entitynlm/<model>.json by "model", and the sibling directories'
+    <corpus>.json by "corpus"; empty where a directory is absent."""
+    root = Path(root)
+    return EntityNLMRuns(_load_dir(root, "model"), _load_dir(root.parent / RERANK_DIR, "corpus"),
+                         _load_dir(root.parent / PREDICTION_DIR, "corpus"))  # fmt: skip
 
 
 def _ppl(stat: Any) -> str:
@@ -93,30 +117,88 @@ def render_lm(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[
     return lines
 
 
-def _flat(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(data, Mapping):
-        return [kv for k, v in data.items() for kv in _flat(v, f"{prefix}{k}.")]
-    return [(prefix[:-1], data)] if isinstance(data, int | float | str) else []
+def _pct(value: Any) -> str:
+    return fmt(value, 2, 100.0) if isinstance(value, int | float) else DASH
 
 
-def render_rest(tables: Sequence[Mapping], runs: Any, papers: Mapping, annotation) -> list[str]:
-    """The metrics files of the reranking and entity-prediction stages, when present."""
-    lines: list[str] = []
-    for title, folder in EXTRA_DIRS.items():
-        root = resolve_path(folder)
-        files = sorted(root.glob("*.json")) if root.is_dir() else []
-        if not files:
-            continue
-        lines += [f"## Ji et al. 2017 (EntityNLM), {title}: measured", ""]
-        for path in files:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            rows = [[k, fmt(v, 4) if isinstance(v, float) else str(v)] for k, v in _flat(data)]
-            lines += [f"`{_display(path)}`", ""] + _md_table(["key", "value"], rows) + [""]
-    return lines
+def render_rerank(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[str]:
+    """Table 2 per corpus: ours (paper) for each system and column, alpha and p-values."""
+    lines = _table_heading(table, papers)
+    lines += ["Our numbers rerank the k-best trees of the project's coreference model "
+              "(stage kbest; params.yaml kbest) with the EntityNLM of train_entitynlm, on "
+              "the corpora named below; the paper reranks cort on CoNLL-2012. "
+              "Cells: ours (paper), %.", ""]  # fmt: skip
+    columns = list(table["columns"])
+    for corpus in sorted(runs) or [None]:
+        m = runs[corpus].metrics if corpus else {}
+        test = m.get("test") or {}
+        body = []
+        for prow in table["rows"]:
+            ours = test.get(prow.get("model") or "") or {}
+            body.append([prow["paper_row"], f"`{prow['model']}`" if prow.get("model") else DASH]
+                        + [cell(_pct(ours.get(c)), fmt(prow["values"].get(c), 2))
+                           for c in columns])  # fmt: skip
+        if corpus:
+            p = m.get("p_values") or {}
+            lines += [f"Corpus `{corpus}` ({(m.get('documents') or {}).get('test', DASH)} test "
+                      f"documents; alpha = {fmt(m.get('alpha'), 2)} on dev; approximate "
+                      f"randomization p = {fmt(p.get('rerank_lm'), 4)} (LM alone), "
+                      f"{fmt(p.get('rerank_combined'), 4)} (mix), {m.get('trials', DASH)} "
+                      f"trials; test documents whose choice moved off the 1-best: "
+                      f"{_changed(m.get('changed') or {})}):", ""]  # fmt: skip
+        lines += _md_table(["Paper row", "ours", *[COLUMN_NAMES.get(c, c) for c in columns]], body)
+        lines += [""]
+    files = ", ".join(runs[k].path for k in sorted(runs)) or "none"
+    return lines + [f"Metrics files: {files}.", ""]
 
 
-def render(table: Mapping, runs: Mapping[str, Run], papers: Mapping, annotation) -> list[str]:
-    return render_lm(table, runs, papers)
+def _changed(changed: Mapping[str, Any]) -> str:
+    names = {"rerank_lm": "LM alone", "rerank_combined": "mix"}
+    return ", ".join(f"{names.get(k, k)} {v}" for k, v in sorted(changed.items())) or DASH
+
+
+COLUMN_NAMES = {"conll_f1": "CoNLL F1", "muc_p": "MUC P", "muc_r": "MUC R", "muc_f1": "MUC F1",
+                "bcub_p": "B3 P", "bcub_r": "B3 R", "bcub_f1": "B3 F1", "ceafe_p": "CEAF-e P",
+                "ceafe_r": "CEAF-e R", "ceafe_f1": "CEAF-e F1"}  # fmt: skip
+
+
+def _prediction_split(m: Mapping[str, Any], predictor: str) -> tuple[str, Mapping[str, Any]]:
+    """The test figures of a predictor: `test`, else the InScript sample's `test_sample`."""
+    per = (m.get("accuracy") or {}).get(predictor) or {}
+    for split in ("test", "test_sample"):
+        if split in per:
+            return split, per[split]
+    return "test", {}
+
+
+def render_prediction(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[str]:
+    """Table 3: accuracy per predictor and corpus beside the paper's (InScript test)."""
+    lines = _table_heading(table, papers)
+    lines += ["Our numbers are on the corpora named in the columns (params.yaml "
+              "entity_prediction.corpora; the embedded default's `synthetic` stories are not "
+              "InScript). Cells: ours (paper), accuracy %.", ""]  # fmt: skip
+    corpora = sorted(runs)
+    body = []
+    for prow in table["rows"]:
+        paper = fmt(prow["values"].get("accuracy"), 2)
+        cells = []
+        for corpus in corpora:
+            split, r = _prediction_split(runs[corpus].metrics, prow.get("model") or "")
+            n = f" (n={r['n']}{', ' + split if split != 'test' else ''})" if r else ""
+            cells.append(cell(_pct(r.get("accuracy")) + n, paper))
+        body.append([prow["paper_row"], f"`{prow['model']}`" if prow.get("model") else DASH,
+                     *(cells or [cell(DASH, paper)])])  # fmt: skip
+    lines += _md_table(["Paper row", "ours", *([f"`{c}`" for c in corpora] or ["—"])], body)
+    files = ", ".join(runs[k].path for k in corpora) or "none"
+    return lines + ["", f"Metrics files: {files}.", ""]
+
+
+def render(table: Mapping, runs: EntityNLMRuns, papers: Mapping, annotation) -> list[str]:
+    if table["kind"] == "entitynlm_rerank":
+        return render_rerank(table, runs.rerank, papers)
+    if table["kind"] == "entitynlm_prediction":
+        return render_prediction(table, runs.prediction, papers)
+    return render_lm(table, runs.lm, papers)
 
 
 def _mean(stat: Any) -> float | None:
@@ -125,7 +207,62 @@ def _mean(stat: Any) -> float | None:
     return metric(stat, "mean") if isinstance(stat, Mapping) else None
 
 
-def measured(tables: Sequence[Mapping], runs: Mapping[str, Run]) -> list[Measured]:
+def _table_of(tables: Sequence[Mapping], kind: str) -> tuple[str, dict[str, Mapping]]:
+    """(the Measured table label, {model: paper values}) of the paper table of `kind`."""
+    table = next((t for t in tables if t["kind"] == kind), None)
+    if table is None:
+        return "no paper table", {}
+    paper = {r["model"]: r["values"] for r in table.get("rows", []) if r.get("model")}
+    return f"{table['table']} ({table['id']})", paper
+
+
+def measured(tables: Sequence[Mapping], runs: EntityNLMRuns) -> list[Measured]:
+    return measured_lm(tables, runs.lm) + measured_rerank(tables, runs.rerank) + \
+        measured_prediction(tables, runs.prediction)  # fmt: skip
+
+
+def measured_rerank(tables: Sequence[Mapping], runs: Mapping[str, Run]) -> list[Measured]:
+    """Per corpus and system: test CoNLL F1 (%) beside Table 2's (CoNLL-2012 + cort: never
+    comparable unless ours reranked OntoNotes)."""
+    label, paper = _table_of(tables, "entitynlm_rerank")
+    out = []
+    for corpus in sorted(runs):
+        m = runs[corpus].metrics
+        n = (m.get("documents") or {}).get("test")
+        for system in SYSTEMS:
+            f1 = metric(m, f"test.{system}.conll_f1")
+            out.append(Measured(
+                family="entitynlm", table=label, what=f"`{system}` on {corpus}",
+                metric="test CoNLL F1 %", ours=None if f1 is None else round(100 * f1, 2),
+                paper=paper.get(system, {}).get("conll_f1"),
+                split=f"test ({n} documents)" if n else "test", data=corpus, seeds=1,
+                budget=f"alpha {fmt(m.get('alpha'), 2)}", device="cpu",
+                comparable=corpus == "ontonotes",
+            ))  # fmt: skip
+    return out
+
+
+def measured_prediction(tables: Sequence[Mapping], runs: Mapping[str, Run]) -> list[Measured]:
+    """Per corpus and predictor: test accuracy (%) beside Table 3's (InScript test)."""
+    label, paper = _table_of(tables, "entitynlm_prediction")
+    out = []
+    for corpus in sorted(runs):
+        m = runs[corpus].metrics
+        for predictor in sorted(m.get("accuracy") or {}):
+            split, r = _prediction_split(m, predictor)
+            acc = r.get("accuracy")
+            out.append(Measured(
+                family="entitynlm", table=label, what=f"`{predictor}` on {corpus}",
+                metric="test accuracy %", ours=None if acc is None else round(100 * acc, 2),
+                paper=paper.get(predictor, {}).get("accuracy"),
+                split=f"{split} ({r.get('n', DASH)} slots)", data=corpus, seeds=1,
+                budget=DASH, device="cpu",
+                comparable=corpus == "inscript" and split == "test",
+            ))  # fmt: skip
+    return out
+
+
+def measured_lm(tables: Sequence[Mapping], runs: Mapping[str, Run]) -> list[Measured]:
     """Per model: test perplexity beside the paper's Table 1 (CoNLL-2012: never comparable
     in absolute value unless ours ran on ontonotes)."""
     table = next((t for t in tables if t["kind"] == "entitynlm_lm"), None)
@@ -144,7 +281,7 @@ def measured(tables: Sequence[Mapping], runs: Mapping[str, Run]) -> list[Measure
             split=f"test ({n} tokens)" if n else "test",
             data=str(m.get("dataset") or DASH),
             seeds=m.get("seeds"),
-            budget=f"{m.get('epochs_run', DASH)} epochs",
+            budget=f"{m['epochs_run']} epochs" if m.get("epochs_run") else "counts (no epochs)",
             device=str(m.get("device") or DASH),
             comparable="ontonotes" in str(m.get("dataset") or ""),
         ))  # fmt: skip
@@ -155,7 +292,6 @@ FAMILY = Family(
     source="entitynlm",
     load=load_runs,
     render=render,
-    render_rest=render_rest,
     measured=measured,
-    matches=lambda table, runs: bool(runs),
+    matches=lambda table, runs: bool(runs.of(table["kind"])),
 )

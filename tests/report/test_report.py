@@ -99,7 +99,8 @@ def metrics(tmp_path):
     _put(mage, _reader("bigru", "wt2", "wikitext2", 0.5))
     _put(coref, _coref("baseline", 0.60, 0.58))
     _put(coref, _coref("asl", 0.61, 0.585))
-    return {"mage": str(mage), "coref": str(coref)}
+    # EntityNLM: an empty directory, never the checkout's metrics/train_entitynlm
+    return {"mage": str(mage), "coref": str(coref), "entitynlm": str(tmp_path / "train_entitynlm")}
 
 
 def _outputs(tmp_path) -> dict:
@@ -107,7 +108,11 @@ def _outputs(tmp_path) -> dict:
     return {
         "figures": str(tmp_path / "out" / "figures"),
         "summary": str(tmp_path / "out" / "summary"),
-        "artifacts": {"mage": str(tmp_path / "artifacts_mage"), "coref": str(tmp_path / "x")},
+        "artifacts": {
+            "mage": str(tmp_path / "artifacts_mage"),
+            "coref": str(tmp_path / "x"),
+            "entitynlm": str(tmp_path / "y"),
+        },  # fmt: skip
         "annotation_metrics": str(tmp_path / "annotate"),
     }
 
@@ -177,8 +182,8 @@ def test_transcribed_numbers_appear_in_the_paper_text(spec):
             wanted = " ".join(numbers) if numbers else row["printed"]
             assert f" {wanted} " in f" {text} ", (table["id"], row["paper_row"], wanted)
             checked += 1
-    # rows of MAGE Tables 1, 2, 3, 5; Luo & Glass Table 1; Ji et al. Table 1
-    assert checked == 10 + 3 + 11 + 8 + 6 + 3
+    # rows of MAGE Tables 1, 2, 3, 5; Luo & Glass Table 1; Ji et al. Tables 1, 2, 3
+    assert checked == 10 + 3 + 11 + 8 + 6 + 3 + 3 + 5
 
 
 @pytest.mark.parametrize(
@@ -424,3 +429,53 @@ def test_short_summary_metrics_and_figures_per_family(tmp_path, metrics):
     before = {n: (tmp_path / "out" / "figures" / n).read_bytes() for n in figures}
     _build(tmp_path, metrics)
     assert before == {n: (tmp_path / "out" / "figures" / n).read_bytes() for n in figures}
+
+
+# --------------------------------------------------------------------------- EntityNLM (#13)
+
+
+def _entitynlm_metrics(tmp_path, metrics) -> dict:
+    """train_entitynlm (the 5-gram item), rerank_entitynlm and entity_prediction metrics as
+    those stages write them, in sibling directories as under metrics/."""
+    root = tmp_path / "enlm"
+    ppl = {"mean": 150.0, "std": 0.0, "n": 1}
+    _write(root / "train_entitynlm" / "5gram.json",
+           {"model": "5gram", "dataset": "synthetic-gold", "seeds": 1, "dev_ppl": ppl,
+            "test_ppl": ppl, "tokens": {"test": 900}, "vocab_size": 300})  # fmt: skip
+    scores = lambda f: {"conll_f1": f, "muc_p": 0.9, "muc_r": 0.8, "muc_f1": 0.85,  # noqa: E731
+                        "bcub_p": 0.7, "bcub_r": 0.6, "bcub_f1": 0.65, "ceafe_p": 0.5,
+                        "ceafe_r": 0.4, "ceafe_f1": 0.45}  # fmt: skip
+    _write(root / "rerank_entitynlm" / "handmade.json",
+           {"corpus": "handmade", "alpha": 0.35, "documents": {"dev": 3, "test": 4},
+            "test": {"baseline": scores(0.60), "rerank_lm": scores(0.55),
+                     "rerank_combined": scores(0.625)},
+            "p_values": {"rerank_lm": 0.5, "rerank_combined": 0.25}, "trials": 100,
+            "changed": {"rerank_lm": 3, "rerank_combined": 1}})  # fmt: skip
+    acc = lambda a: {"test": {"accuracy": a, "n": 40, "correct": int(40 * a)}}  # noqa: E731
+    _write(root / "entity_prediction" / "synthetic.json",
+           {"corpus": "synthetic", "accuracy": {"always_new": acc(0.25), "shallow": acc(0.5),
+                                                "entitynlm": acc(0.75)}})  # fmt: skip
+    return {**metrics, "entitynlm": str(root / "train_entitynlm")}
+
+
+def test_entitynlm_tables_2_and_3_beside_the_paper(tmp_path, metrics, spec):
+    text = _build(tmp_path, _entitynlm_metrics(tmp_path, metrics))
+    t2 = text.split("Table 2 — coreference reranking", 1)[1].split("\n## ", 1)[0]
+    assert "<details><summary>Not measured" not in t2
+    row = _line(t2, "| Rerank: EntityNLM + cort | `rerank_combined` |")
+    assert row.startswith(
+        "| Rerank: EntityNLM + cort | `rerank_combined` | 62.50 (64.04) | 90.00 (77.93)"
+    )
+    assert "alpha = 0.35 on dev" in t2 and "p = 0.5000 (LM alone), 0.2500 (mix)" in t2
+    t3 = text.split("Table 3 — entity prediction", 1)[1].split("\n## ", 1)[0]
+    assert "| EntityNLM | `entitynlm` | 75.00 (n=40) (74.23) |" in t3
+    assert "| Modi et al. (2017) | — | — (62.65) |" in t3
+    assert "Table 2 (coreference reranking)" not in text  # the generic dump is gone
+    glance = text.split("## At a glance: what this run measured", 1)[1].split("\n## ", 1)[0]
+    assert "| `rerank_combined` on handmade | test CoNLL F1 % | 62.50 | 64.04 | — |" in glance
+    assert "| `entitynlm` on synthetic | test accuracy % | 75.00 | 74.23 | — |" in glance
+    summary = json.loads((tmp_path / "out" / "summary" / "entitynlm.json").read_text())
+    assert summary["entitynlm on synthetic test accuracy %"] == {
+        "ours": 75.0, "paper": 74.23, "delta": None, "split": "test (40 slots)"}  # fmt: skip
+    assert summary["5gram test perplexity"]["ours"] == 150.0
+    assert summary["baseline on handmade test CoNLL F1 %"]["paper"] == 62.93
