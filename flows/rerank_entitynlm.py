@@ -15,7 +15,7 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from models.entitynlm import rerank_stage as stage
 
-run_corpus = task(stage.run, name="rerank-entitynlm")
+run_corpus = task(stage.run, name="rerank-entitynlm", task_run_name="rerank_entitynlm@{corpus}")
 
 
 @flow(name="rerank_entitynlm")

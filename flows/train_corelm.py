@@ -17,7 +17,9 @@ import argparse
 from flows.runtime import flow, run_cli, task
 from models.corelm import train as stage
 
-run_model = task(stage.run_model, name="train-corelm-model")
+run_model = task(
+    stage.run_model, name="train-corelm-model", task_run_name="train_corelm@{model_name}"
+)
 
 
 @flow(name="train-corelm")

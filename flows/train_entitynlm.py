@@ -26,7 +26,7 @@ train_seed = task(
     stage.train_seed, name="train-entitynlm-seed", task_run_name="train_entitynlm@{kind}/seed{seed}"
 )
 
-train_5gram = task(ngram.train_item, name="train-5gram")
+train_5gram = task(ngram.train_item, name="train-5gram", task_run_name="train_entitynlm@5gram")
 
 
 @flow(name="train-entitynlm")

@@ -80,8 +80,10 @@ def wikitext2(lms, ev) -> dict[str, Any]:
 
 
 def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
-    path = docs_dir(ev.lambada or "-") / "items.parquet"
-    if not ev.lambada or not path.is_file():
+    if not ev.lambada:
+        return None
+    path = docs_dir(ev.lambada) / "items.parquet"
+    if not path.is_file():
         return None
     docs = {d["doc_id"]: d for d in _documents(ev.lambada, ev.lambada_split) or []}
     items = [i for i in read_table(path).to_pylist() if i["doc_id"] in docs]
@@ -130,8 +132,10 @@ def _lambada_coref(ev) -> dict[str, list[int]] | None:
 
 def cbt_items(ev) -> dict[str, list[ClozeItem]]:
     """CBT questions by type (task), from data/docs/<cbt>/items.parquet."""
-    path = docs_dir(ev.cbt or "-") / "items.parquet"
-    if not ev.cbt or not path.is_file():
+    if not ev.cbt:
+        return {}
+    path = docs_dir(ev.cbt) / "items.parquet"
+    if not path.is_file():
         return {}
     docs = {d["doc_id"]: d for d in read_table(docs_dir(ev.cbt) / "documents.parquet").to_pylist()}
     by_task: dict[str, list[ClozeItem]] = {}

@@ -48,6 +48,8 @@ FAMILIES: dict[str, Family] = {
     "corelm": corelm.FAMILY,  # Stylianou & Vlahavas Tables 1-2 (paper yaml key `corelm`)
 }
 KINDS = tuple(FAMILIES)
+# families whose section reads its own paper-yaml key (no `tables` entry has their kind)
+SECTION_ONLY = ("corelm",)
 SOURCES = tuple(dict.fromkeys(f.source for f in FAMILIES.values()))
 
 

@@ -13,6 +13,7 @@ from models.corelm.evaluate import cbt_items
 from models.corelm.lm import CoreLMScorer
 from models.corelm.model import CoreLM
 from models.corelm.train import EvalSettings
+from tasks.core import config
 from tasks.corpora.cbt import read_questions
 from tasks.evaluation.lm import cbt, lambada, perplexity
 
@@ -84,14 +85,16 @@ CBT_SAMPLE = "".join(
 )
 
 
-def test_cbt_from_a_question_file_in_the_release_format(tmp_path, scorer):
+def test_cbt_from_a_question_file_in_the_release_format(tmp_path, scorer, monkeypatch):
     qfile = tmp_path / "cbtest_CN_valid_2000ex.txt"
     qfile.write_text(CBT_SAMPLE * 2)
     docs, items, _ = read_questions(qfile, "CN", "dev")
-    (tmp_path / "cbt").mkdir()
-    pq.write_table(pa.Table.from_pylist(docs), tmp_path / "cbt" / "documents.parquet")
-    pq.write_table(pa.Table.from_pylist(items), tmp_path / "cbt" / "items.parquet")
-    loaded = cbt_items(EvalSettings(cbt=str(tmp_path / "cbt")))
+    folder = tmp_path / "data" / "docs" / "cbt"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(docs), folder / "documents.parquet")
+    pq.write_table(pa.Table.from_pylist(items), folder / "items.parquet")
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+    loaded = cbt_items(EvalSettings(cbt="cbt"))
     assert list(loaded) == ["CN"] and len(loaded["CN"]) == 2
     item = loaded["CN"][0]
     assert len(item.context) == 20 and item.question == "Then Mary ate the XXXXX ."

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from models.corelm import train
+from tasks.core import config
 from tasks.core.settings import parse_settings
 
 STORIES = [
@@ -20,8 +21,14 @@ STORIES = [
 ]  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _repo(tmp_path, monkeypatch):
+    """tmp_path is the repository: corpora are named, under tmp_path/data/docs/<name>."""
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+
+
 def _corpus(root, name="toy", n=12):
-    """data/docs-like folder: documents + gold mentions (a corpus the stage reads directly)."""
+    """data/docs/<name>: documents + gold mentions (a corpus the stage reads directly)."""
     docs, mentions = [], []
     for i in range(n):
         text, spans = STORIES[i % 2]
@@ -31,23 +38,23 @@ def _corpus(root, name="toy", n=12):
         docs.append({"doc_id": doc_id, "split": split, "tokens": tokens, "sentence_starts": [0]})
         mentions += [{"doc_id": doc_id, "start": s, "end": e, "cluster": c, "annotator": "gold"}
                      for s, e, c in spans]  # fmt: skip
-    folder = root / name
+    folder = root / "data" / "docs" / name
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(docs), folder / "documents.parquet")
     pq.write_table(pa.Table.from_pylist(mentions), folder / "mentions.parquet")
-    return str(folder)
+    return name
 
 
 def _lambada(root):
-    folder = root / "lambada"
-    folder.mkdir()
+    folder = root / "data" / "docs" / "lambada"
+    folder.mkdir(parents=True)
     docs = [{"doc_id": f"l/{i}", "split": "dev", "tokens": ["Mary", "went", "to", "the", "kitchen", ".", "She", "ate", "the"],
              "sentence_starts": [0]} for i in range(3)]  # fmt: skip
     items = [{"item_id": d["doc_id"], "doc_id": d["doc_id"], "split": "dev", "task": "lambada",
               "context_end": 9, "query": [], "answer": "apple"} for d in docs]  # fmt: skip
     pq.write_table(pa.Table.from_pylist(docs), folder / "documents.parquet")
     pq.write_table(pa.Table.from_pylist(items), folder / "items.parquet")
-    return str(folder)
+    return "lambada"
 
 
 def _settings(corpus, **train_overrides):
