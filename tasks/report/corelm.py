@@ -187,7 +187,7 @@ def measured(tables: Any, runs: Mapping[str, dict]) -> list[Measured]:
             out.append(Measured(table="Table 2", what=f"`{model}` ({m.get('backbone')})",
                                 metric=f"LAMBADA acc % ({convention})",
                                 ours=None if acc is None else round(100 * acc, 2),
-                                paper=p2["rows"][model][0] if model in p2["rows"] else None,
+                                paper=p2[0] if p2 else None,
                                 split="LAMBADA dev", **common_))  # fmt: skip
     return [r for r in out if r.ours is not None]
 

@@ -33,3 +33,15 @@ def test_tables_put_measured_numbers_beside_the_paper(tmp_path):
     assert "| CoreLM | 25.00, 35.00 / 48.11 |" in text
     assert "CoreLM vs backbone zero-shot (LAMBADA full_word, n=4): t = 1.000" in text
     assert "Our backbone: `tiny`" in text
+
+
+def test_measured_rows_feed_the_opening_table_and_summary(tmp_path):
+    runs = {m: _metrics(m, ppl, acc) for m, ppl, acc in [("zeroshot", 50.0, 0.2),
+                                                          ("corelm", 40.0, 0.25)]}  # fmt: skip
+    rows = {(r.what, r.metric): r for r in corelm.measured([], runs)}
+    lam = rows["`corelm` (tiny)", "LAMBADA acc % (full_word)"]
+    assert lam.ours == 25.0 and lam.paper == 48.11 and lam.delta is None  # tiny is not GPT-2
+    held = rows["`zeroshot` (tiny)", "held-out word ppl"]
+    assert held.ours == 50.0 and held.paper == 66.19
+    assert rows["`corelm` (tiny)", "LAMBADA acc % (last_token)"].ours == 35.0
+    assert corelm.measured([], {}) == []

@@ -99,8 +99,9 @@ def metrics(tmp_path):
     _put(mage, _reader("bigru", "wt2", "wikitext2", 0.5))
     _put(coref, _coref("baseline", 0.60, 0.58))
     _put(coref, _coref("asl", 0.61, 0.585))
-    # EntityNLM: an empty directory, never the checkout's metrics/train_entitynlm
-    return {"mage": str(mage), "coref": str(coref), "entitynlm": str(tmp_path / "train_entitynlm")}
+    # EntityNLM, CoreLM: empty directories, never the checkout's metrics/train_*
+    return {"mage": str(mage), "coref": str(coref), "entitynlm": str(tmp_path / "train_entitynlm"),
+            "corelm": str(tmp_path / "train_corelm")}  # fmt: skip
 
 
 def _outputs(tmp_path) -> dict:
