@@ -100,7 +100,8 @@ def test_single_stage_rerun_and_metrics_plots(fresh_repo, tmp_path):
     workspace = next(iter(shown.values()))["data"]  # the workspace entry (key "" in DVC 3)
     # the DVC metrics are the short per-family summaries the report stage writes (#17.5);
     # each stage's full metrics are plain outputs in git
-    assert sorted(workspace) == ["metrics/summary/coref.json", "metrics/summary/mage.json"]
+    assert sorted(workspace) == [f"metrics/summary/{f}.json"
+                                 for f in ("coref", "corelm", "entitynlm", "mage")]  # fmt: skip
     coref = workspace["metrics/summary/coref.json"]["data"]
     assert set(coref) == {"asl test CoNLL F1 % (mean over seeds)",
                           "baseline test CoNLL F1 % (mean over seeds)",

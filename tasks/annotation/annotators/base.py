@@ -155,14 +155,21 @@ def check_settings(name: str, cfg: Mapping[str, Any], known: Mapping[str, Any]) 
 _CLASSES: dict[tuple[str, str], type] = {}
 
 
+def _typed(default: Any) -> Any:
+    if type(default) is bool:
+        return bool
+    return type(default) | None if type(default) in (int, float) else Any
+
+
 def _settings_class(name: str, known: Mapping[str, Any]) -> type:
-    """A settings dataclass of an annotator's SETTINGS: bool/int/float defaults typed so."""
+    """A settings dataclass of an annotator's SETTINGS: bool defaults typed bool, int/float
+    defaults typed so or None (None = the documented "leave as is", e.g. threads)."""
     key = (name, repr(sorted(known.items())))
     if key not in _CLASSES:
         fields = [
             (
                 k,
-                type(v) if type(v) in (bool, int, float) else Any,
+                _typed(v),
                 dataclasses.field(default_factory=lambda v=v: copy.deepcopy(v)),
             )
             for k, v in sorted(known.items())
