@@ -6,6 +6,7 @@ Paths are resolved against the repository root so stages behave the same from an
 from __future__ import annotations
 
 import os
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,29 @@ PARAMS_FILE = REPO_ROOT / "params.yaml"
 MIRROR_ENV = "COREFREPRO_MIRROR"
 
 
+class ParamsLoader(yaml.SafeLoader):
+    """YAML as DVC writes it: `dvc exp run -S lr=1.0e-5` stores `1e-05`, a float in YAML 1.2
+    (ruamel, DVC) but a string in PyYAML's YAML 1.1; this loader reads it as the float."""
+
+
+ParamsLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def load_yaml(text: str) -> Any:
+    """params.yaml's reader (ParamsLoader)."""
+    return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 @cache
 def _load(path: str) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise CorefreproError(f"{p}: params file not found (run from a corefrepro checkout)")
-    with p.open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
+    data = load_yaml(p.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
         raise CorefreproError(f"{p}: top level must be a mapping of stage names to settings")
     return data

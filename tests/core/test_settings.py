@@ -448,3 +448,12 @@ def test_name_settings_refuse_path_escapes(bad):
     assert parse_settings(
         NamedSettings, {"corpus": "gum-gold", "corpora": ["babi-mix", "en_10k.v2"]}, "s"
     )
+
+
+def test_params_read_floats_as_dvc_writes_them():
+    """`dvc exp run -S lr=1.0e-5` writes `1e-05`: a float for DVC (YAML 1.2), a string for
+    PyYAML; params.yaml's reader agrees with DVC."""
+    from tasks.core.config import load_yaml
+
+    data = load_yaml("lr: 1e-05\nsmall: -2.5E+3\nword: e5\nversion: 1.10\nn: 100\n")
+    assert data == {"lr": 1e-05, "small": -2500.0, "word": "e5", "version": 1.1, "n": 100}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tasks.core.config import load_yaml as read_params_text
 from tests.conftest import REPO_ROOT, copy_checkout, run_ok
 
 PARAMS = REPO_ROOT / "params.yaml"
@@ -66,7 +67,7 @@ def _check_rewritten(path: Path, overrides: list[str], before: dict) -> dict:
     from dvc.utils.serialize import load_yaml
 
     data = load_yaml(path)  # DVC's reader: raises YAMLFileCorruptedError on the old file
-    assert yaml.safe_load(path.read_text()) == data  # tasks.config's reader
+    assert read_params_text(path.read_text()) == data  # tasks.core.config's reader
     rest, rest_before = data, before
     for override in to_hydra_overrides(overrides):
         key = override.key_or_group
