@@ -39,7 +39,7 @@ def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMSco
 def _ppl(lm, texts) -> dict[str, Any]:
     t0 = time.perf_counter()
     p = asdict(perplexity(lm, texts))
-    p["time_s"] = round(time.perf_counter() - t0, 2)
+    p["eval_time_s"] = round(time.perf_counter() - t0, 2)
     return p
 
 
@@ -111,7 +111,7 @@ def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
             r = lambada(lm, passages, convention=convention)
             out[f"{name}/{convention}"] = {"accuracy": r.accuracy, "n": r.n,
                                            "perplexity": r.perplexity,
-                                           "time_s": round(time.perf_counter() - t0, 2)}  # fmt: skip
+                                           "eval_time_s": round(time.perf_counter() - t0, 2)}  # fmt: skip
             items_out[f"lambada/{name}/{convention}"] = list(r.correct)
     return out
 
