@@ -59,7 +59,9 @@ def annotate(run: str) -> dict:
     bar = Progress(f"annotate@{run}", total, "docs", logger=log)
 
     def progress(i: int, result: dict) -> None:
-        bar.update(result["documents"], f" [shard {i} reused]" if result["cached"] else "")
+        if result["cached"]:  # an interrupted run's finished shard: said, not redone
+            log.info("%s: shard %d of %d [reused from cache]", run, i, len(plan.shards))
+        bar.update(result["documents"])
 
     with bar:
         results = annotate_shard.map_kwargs(
