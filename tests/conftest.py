@@ -151,15 +151,28 @@ def one_torch_thread():
     torch.set_num_threads(old)
 
 
+def _left_out(config) -> set[str]:
+    """Markers the run leaves out. Benchmarks run only when `-m` names them; slow tests (real
+    DVC / Prefect / MLflow round trips, minutes each) run when `-m` names them or when a test
+    file or node is named on the command line, so the default `uv run pytest` stays a quick
+    loop and CI adds `uv run pytest -m slow` (.ci/run)."""
+    expr = config.option.markexpr or ""
+    named = any(
+        "::" in arg or Path(arg.split("::")[0]).is_file() for arg in config.invocation_params.args
+        if not arg.startswith("-")
+    )  # fmt: skip
+    left = set() if "bench" in expr else {"bench"}
+    if "slow" not in expr and not named:
+        left.add("slow")
+    return left
+
+
 def pytest_collection_modifyitems(config, items):
-    """Benchmarks run only when asked for by name (`-m bench`): a marker expression of one's
-    own (`-m 'not slow'`) replaces addopts' and would otherwise pull them into the quick loop."""
-    if "bench" in (config.option.markexpr or ""):
-        return
-    benches = [item for item in items if item.get_closest_marker("bench")]
-    if benches:
-        config.hook.pytest_deselected(items=benches)
-        items[:] = [item for item in items if not item.get_closest_marker("bench")]
+    left = _left_out(config)
+    out = {item for item in items if any(item.get_closest_marker(m) for m in left)}
+    if out:
+        config.hook.pytest_deselected(items=[item for item in items if item in out])
+        items[:] = [item for item in items if item not in out]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,5 +1,5 @@
-"""The quick loop (`pytest -m 'not slow'`) and the default run leave the benchmarks out;
-`-m bench` runs them."""
+"""The default run leaves the benchmarks and the slow tests out; `-m bench` / `-m slow` run
+them, and so does naming a slow test's file."""
 
 from __future__ import annotations
 
@@ -26,3 +26,14 @@ def test_benchmarks_are_left_out_unless_asked_for(args):
 
 def test_dash_m_bench_collects_them():
     assert "test_bench_mage.py::" in _collected("-m", "bench", BENCH)
+
+
+SLOW = "tests/flows/test_prefect_server.py"
+
+
+def test_default_run_leaves_slow_tests_out_of_a_directory_but_not_of_a_named_file():
+    quick = _collected("tests/flows")
+    assert "test_flows.py::" in quick and "test_prefect_server.py::" not in quick
+    assert "test_prefect_server.py::" in _collected(SLOW)
+    assert "test_prefect_server.py::" in _collected("-m", "slow", "tests/flows")
+    assert "test_prefect_server.py::" not in _collected("-m", "not slow", SLOW)
