@@ -81,6 +81,22 @@ def distance_bucket(distance: torch.Tensor, buckets: int) -> torch.Tensor:
     return torch.where(d <= 4, d - 1, log_bucket).clamp(max=buckets - 1)
 
 
+def distinct_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first, index) over the rows of the 2-D x: x[first] are its distinct rows, each at its
+    first occurrence, and x[first][index] == x. Rows are grouped by a float64 projection (a
+    sort of scalars, not of rows) and the grouping is verified exactly: on any mismatch every
+    row stands alone."""
+    gen = torch.Generator().manual_seed(0)
+    direction = torch.randn(x.size(-1), generator=gen, dtype=torch.float64).to(x.device)
+    _, index = torch.unique((x.double() * direction).sum(-1), return_inverse=True)
+    order = torch.arange(x.size(0), device=x.device)
+    first = torch.full((int(index.max()) + 1 if x.size(0) else 0,), x.size(0), device=x.device)
+    first = first.scatter_reduce(0, index, order, "amin")
+    if not torch.equal(x[first][index], x):
+        return order, order
+    return first, index
+
+
 def gumbel_argmax(log_probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """One draw per row from softmax(log_probs) (Gumbel-max trick)."""
     u = torch.rand(log_probs.shape, generator=generator, device=log_probs.device)
@@ -297,14 +313,16 @@ class EntityNLM(nn.Module):
         if torch.is_grad_enabled():
             logits = self.out(z).float()
             return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
-        # evaluation (many importance samples): the V logits in cache-sized row chunks
+        # evaluation (many importance draws): the target logit per row, the normaliser once
+        # per distinct z (draws that agree on e_current at a word share it)
         flat, words = z.reshape(-1, z.size(-1)), tokens.reshape(-1)
-        out = torch.empty(flat.size(0), device=z.device)
-        for i in range(0, flat.size(0), 512):
-            logits = self.out(flat[i : i + 512]).float()
-            target = logits.gather(-1, words[i : i + 512, None]).squeeze(-1)
-            out[i : i + 512] = target - logits.logsumexp(-1)
-        return out.view(tokens.shape)
+        target = (flat.float() * self.out.weight[words].float()).sum(-1) + self.out.bias[words]
+        first, inverse = distinct_rows(flat)
+        rows = flat[first]
+        norm = torch.empty(rows.size(0), device=z.device)
+        for i in range(0, rows.size(0), 512):  # the V logits in cache-sized row chunks
+            norm[i : i + 512] = self.out(rows[i : i + 512]).float().logsumexp(-1)
+        return (target.float() - norm[inverse]).view(tokens.shape)
 
     def token_log_probs(self, batch: Batch, contexts=None) -> dict[str, torch.Tensor]:
         """Per word log-probabilities of each variable (0 where it is not chosen): R at

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from models.entitynlm.data import Batch, Document, Vocab, collate, token_batches
-from models.entitynlm.model import EntityNLM
+from models.entitynlm.model import EntityNLM, distinct_rows
 
 
 @torch.no_grad()
@@ -40,9 +40,7 @@ def importance_log_marginal(
     # identical draws of a document (frequent when Q is peaked) are scored once
     key = torch.cat([torch.arange(logq.size(0), device=logq.device)[:, None] // n,
                      draws.is_mention.long(), draws.entity, draws.remaining], 1)  # fmt: skip
-    uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
-    first = torch.full((uniq.size(0),), key.size(0), dtype=torch.long, device=key.device)
-    first = first.scatter_reduce(0, inverse, torch.arange(key.size(0), device=key.device), "amin")
+    first, inverse = distinct_rows(key)
     logp_u = torch.empty(first.size(0), device=logq.device)
     chunk = max(1, max_rows_tokens // max(1, draws.tokens.size(1)))
     for start in range(0, first.size(0), chunk):
@@ -86,9 +84,10 @@ def joint_perplexity(lm, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4
 
 @torch.no_grad()
 def importance_perplexity(lm, proposal, docs: Sequence[Document], vocab: Vocab, *, n=100,
-                          seed=1, max_tokens=2048, device="cpu") -> dict[str, float]:  # fmt: skip
+                          seed=1, max_tokens=2048, device="cpu", progress=None) -> dict[str, float]:  # fmt: skip
     """Words-only perplexity of documents with R, E, L marginalised by Eq. 11 (n draws each);
-    documents are batched by max_tokens words before the n-fold expansion."""
+    documents are batched by max_tokens words before the n-fold expansion. progress: a
+    tasks.core.progress.Progress (or anything with update(k)) told the documents done."""
     lm.eval()
     proposal.eval()
     generator = torch.Generator(device=device).manual_seed(int(seed))
@@ -97,6 +96,8 @@ def importance_perplexity(lm, proposal, docs: Sequence[Document], vocab: Vocab, 
         batch = collate(group, vocab).to(device)
         total += float(importance_log_marginal(lm, proposal, batch, n, generator).sum())
         tokens += batch.num_tokens
+        if progress is not None:
+            progress.update(len(group))
     return {"ppl": perplexity(total, tokens), "log_prob": total, "tokens": tokens}
 
 

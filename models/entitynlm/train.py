@@ -45,6 +45,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import jsonable, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
+from tasks.core.progress import Progress
 from tasks.core.settings import ConfigError, key_path, parse_settings, settings_to_dict
 from tasks.core.tracking import log_metrics, tracked_run
 from tasks.evaluation.ngram import NgramSettings
@@ -239,10 +240,14 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
         if not docs:
             continue
         started = time.perf_counter()
-        runs = [importance_perplexity(recipe.model.lm, recipe.model.proposal, docs, recipe.vocab,
-                                      n=ecfg.samples, seed=s, max_tokens=ecfg.batch_tokens,
-                                      device=precision.device)
-                for s in ecfg.sampling_seeds]  # fmt: skip
+        seeds = list(ecfg.sampling_seeds)
+        label = f"importance sampling {split} (N = {ecfg.samples}, seeds {seeds})"
+        with Progress(label, len(docs) * len(seeds), "docs", logger=log) as progress:
+            runs = [importance_perplexity(recipe.model.lm, recipe.model.proposal, docs,
+                                          recipe.vocab, n=ecfg.samples, seed=s,
+                                          max_tokens=ecfg.batch_tokens, device=precision.device,
+                                          progress=progress)
+                    for s in ecfg.sampling_seeds]  # fmt: skip
         out[split] = {"is_ppl": _spread([r["ppl"] for r in runs]),
                       "is_ppl_per_seed": {str(s): r["ppl"] for s, r in zip(ecfg.sampling_seeds, runs, strict=True)},
                       "tokens": runs[0]["tokens"], "documents": len(docs),

@@ -8,6 +8,7 @@ import random
 import torch
 
 from models.entitynlm.data import Document, collate
+from models.entitynlm.model import distinct_rows
 from models.entitynlm.sampling import importance_log_marginal
 from tests.models.entitynlm.helpers import random_model, vocab_of
 from tests.models.entitynlm.reference import reference_importance_log_marginal, reference_of
@@ -85,3 +86,22 @@ def test_importance_estimate_equals_the_reference_with_the_same_generator():
     slow = reference_importance_log_marginal(reference_of(lm), reference_of(q), batch, 40,
                                              torch.Generator().manual_seed(1))  # fmt: skip
     assert torch.allclose(fast, slow, atol=1e-4)
+
+
+def test_distinct_rows_groups_exactly_equal_rows():
+    base = torch.randn(6, 5)
+    x = base[torch.tensor([0, 3, 3, 1, 0, 5, 3])]
+    x[6, 4] = torch.nextafter(x[6, 4], torch.tensor(10.0))  # one ulp away: its own row
+    first, index = distinct_rows(x)
+    assert torch.equal(x[first][index], x) and sorted(first.tolist()) == [0, 1, 3, 5, 6]
+
+
+def test_evaluation_word_normalisers_match_the_training_softmax():
+    """The no-grad path (normaliser once per distinct z) gives the full log-softmax's values."""
+    lm = random_model(vocab_size=7, scale=1.5, seed=3)
+    batch = collate(random_documents(4), VOCAB)
+    with torch.enable_grad():
+        full = lm.log_words(batch)
+    with torch.no_grad():
+        fast = lm.log_words(batch)
+    assert torch.allclose(full.detach(), fast, atol=1e-5)

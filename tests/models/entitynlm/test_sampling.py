@@ -8,12 +8,15 @@ import math
 import torch
 
 from models.entitynlm.data import Batch
-from models.entitynlm.sampling import importance_log_marginal
+from models.entitynlm.sampling import importance_log_marginal, importance_perplexity
+from tasks.core.progress import Progress
 from tests.models.entitynlm.helpers import (
     all_word_sequences,
     configurations,
+    doc,
     enumeration_batch,
     random_model,
+    vocab_of,
 )
 
 L_MAX = 2
@@ -101,3 +104,16 @@ def test_several_documents_in_one_call_match_one_at_a_time():
                      zeros[1:, :3], []), 20, torch.Generator().manual_seed(5))  # fmt: skip
     exact, _ = _exact(lm, q, [3, 2, 2])
     assert abs(float(one[0]) - exact) < 1.0 and abs(float(both[1]) - exact) < 1.0
+
+
+def test_importance_perplexity_reports_progress_per_document(caplog):
+    """A long evaluation (N = 100 draws per document) says how far it is, rate and ETA."""
+    lm, q = random_model(vocab_size=4, seed=1), random_model(vocab_size=4, proposal=True, seed=2)
+    none = [(0, -1, 0)] * 3
+    docs = [doc(["w0", "w1", "w0"], none, f"d{k}") for k in range(5)]
+    progress = Progress("importance sampling test", 5, "docs", every_s=0.0, bar=False)
+    with caplog.at_level("INFO", logger="corefrepro"), progress:
+        out = importance_perplexity(lm, q, docs, vocab_of(4), n=4, max_tokens=6,
+                                    progress=progress)  # fmt: skip
+    assert progress.done == 5 and out["tokens"] == 15 and math.isfinite(out["ppl"])
+    assert "importance sampling test: 5/5 docs" in caplog.text
