@@ -226,9 +226,15 @@ class CoreLMRecipe:
         n = math.ceil(len(self.train) / self.tcfg.batch_size)
         return min(n, self.tcfg.max_steps_per_epoch or n)
 
+    def optimizer_steps_per_epoch(self) -> int:
+        """Optimizer steps of an epoch: one per `train.accumulate` batches (the last group
+        may be shorter); the warm-up and the linear decay count these."""
+        return math.ceil(self.steps_per_epoch() / self.tcfg.accumulate)
+
     def optimizer(self):
         opt = torch.optim.RAdam(self.trainable(), lr=self.tcfg.lr)
-        total, warm = max(self.steps_per_epoch() * self.tcfg.epochs, 1), self.tcfg.warmup_steps
+        total = max(self.optimizer_steps_per_epoch() * self.tcfg.epochs, 1)
+        warm = self.tcfg.warmup_steps
 
         def factor(step: int) -> float:  # App. A: warm-up, then linear decay to 0
             if step < warm:
@@ -367,10 +373,12 @@ def train_model(model_name: str, cfg: TrainCoreLMSettings, backbone: Backbone, d
         log_fn = (lambda m, step: log_metrics(m, step)) if run is not None else None
         result = fit(recipe, cfg.train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_fn)
         load_best(result, recipe)
-    steps = recipe.steps_per_epoch() * result.epochs_run
-    tokens = min(len(recipe.train), steps * cfg.train.batch_size)  # per epoch, upper bound
+    batches = recipe.steps_per_epoch() * result.epochs_run
+    windows = min(len(recipe.train), recipe.steps_per_epoch() * cfg.train.batch_size)
     facts = {
-        "steps": steps,
+        "steps": recipe.optimizer_steps_per_epoch() * result.epochs_run,  # optimizer steps
+        "batches": batches,
+        "effective_batch_size": cfg.train.batch_size * cfg.train.accumulate,
         "epochs": result.epochs_run,
         "best_epoch": result.best_epoch,
         "train_windows": len(recipe.train),
@@ -379,7 +387,7 @@ def train_model(model_name: str, cfg: TrainCoreLMSettings, backbone: Backbone, d
         "dev_token_ppl": result.history[result.best_epoch - 1]["dev_ppl"],
         "trainable_parameters": sum(p.numel() for p in recipe.trainable()),
         "entity_parameters": entity_parameter_count(model),
-        "windows_seen_per_epoch": tokens,
+        "windows_seen_per_epoch": windows,
         "history": result.history,
     }
     return model.eval(), facts

@@ -75,7 +75,9 @@ def _budget(runs: Mapping[str, dict]) -> list[str]:
     for model in ("ft", "corelm"):
         t = _get(runs, model, "training") or {}
         if t:
-            out.append(f"{model}: {t.get('steps')} steps ({t.get('epochs')} epochs, "
+            batch = t.get("effective_batch_size")
+            of = f" of {batch} windows" if batch else ""
+            out.append(f"{model}: {t.get('steps')} steps{of} ({t.get('epochs')} epochs, "
                        f"{t.get('train_tokens_per_epoch')} tokens/epoch), "
                        f"mode {runs[model].get('mode')}")  # fmt: skip
     return out

@@ -64,6 +64,8 @@ class LoopSettings:
     patience: int | None = 5  # epochs without a better dev value before stopping (None: never)
     max_time_s: float | None = None  # stop after the epoch that passes this wall time
     clip: float = 5.0  # max gradient norm
+    accumulate: int = 1  # batches per optimizer step (gradient accumulation): an effective
+    # batch of accumulate x the family's batch size in the memory of one batch
     device: Literal["auto", "cpu", "cuda"] = "auto"
     amp: bool = True  # autocast on CUDA
     amp_dtype: Literal["bfloat16", "float16"] = "bfloat16"  # float16 adds a GradScaler
@@ -71,6 +73,12 @@ class LoopSettings:
     log_every_s: float = 60.0  # in-epoch progress lines when not on a terminal
     resume: bool = False  # continue from last.pt when its fingerprint matches
     seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.accumulate < 1:
+            raise ValueError(
+                f"accumulate: must be >= 1 (batches per optimizer step), got {self.accumulate}"
+            )
 
 
 @dataclass
@@ -194,9 +202,8 @@ def _progress(batches: Iterable[Any], label: str, total: int | None) -> Iterable
     return tqdm(batches, total=total, desc=label, leave=False, dynamic_ncols=True)
 
 
-def _optimizer_step(loss, optimizer, scheduler, scaler, params, clip: float, recipe) -> None:
-    optimizer.zero_grad(set_to_none=True)
-    scaler.scale(loss).backward()
+def _optimizer_step(optimizer, scheduler, scaler, params, clip: float, recipe) -> None:
+    """Apply the gradients accumulated since the last step (clipped), then clear them."""
     scaler.unscale_(optimizer)
     if hasattr(recipe, "clip_gradients"):  # e.g. per stacked seed
         recipe.clip_gradients(clip)
@@ -206,6 +213,7 @@ def _optimizer_step(loss, optimizer, scheduler, scaler, params, clip: float, rec
     scaler.update()
     if scheduler is not None:
         scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
 
 
 def _lane_count(recipe) -> int:
@@ -227,12 +235,17 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
     started = last_log = time.perf_counter()
     total = recipe.steps_per_epoch() if hasattr(recipe, "steps_per_epoch") else None
     batches = _progress(recipe.batches(epoch), f"{name} epoch {epoch}", total)
+    optimizer.zero_grad(set_to_none=True)
+    pending = 0  # batches whose gradients wait for the optimizer step
     for b, batch in enumerate(batches, 1):
         with precision.autocast():
             out = recipe.step(batch, precision.device)
         if out.loss is not None:
-            _optimizer_step(out.loss, optimizer, scheduler, scaler, params, settings.clip,
-                            recipe)  # fmt: skip
+            scaler.scale(out.loss / settings.accumulate).backward()
+            pending += 1
+        if pending == settings.accumulate:
+            _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)
+            pending = 0
         _add(sums, out.stats)
         for lane, stats in zip(lane_sums, out.lane_stats or [], strict=False):
             _add(lane, stats)
@@ -243,6 +256,8 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
             loss = sums.get("loss_sum", 0.0) / max(sums.get("loss_n", 0.0), 1.0)
             log.info("  %s epoch %d: batch %d, train loss %.4f (%.0f s)", name, epoch, b, loss,
                      now - started)  # fmt: skip
+    if pending:  # the epoch's last, shorter group
+        _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)
     return lane_sums if lane_sums else sums
 
 

@@ -17,8 +17,9 @@ class ToyRecipe:
 
     log_keys = ("acc",)
 
-    def __init__(self, seed: int = 0, dev_accs: list[float] | None = None):
+    def __init__(self, seed: int = 0, dev_accs: list[float] | None = None, batch: int = 16):
         torch.manual_seed(seed)
+        self.batch = batch
         self.model = torch.nn.Linear(4, 2)
         gen = torch.Generator().manual_seed(123)
         self.x = torch.randn(64, 4, generator=gen)
@@ -33,8 +34,8 @@ class ToyRecipe:
     def batches(self, epoch):
         order = list(range(64))
         self.rng.shuffle(order)
-        for i in range(0, 64, 16):
-            yield order[i : i + 16]
+        for i in range(0, 64, self.batch):
+            yield order[i : i + self.batch]
 
     def step(self, idx, device):
         loss = torch.nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
@@ -141,3 +142,21 @@ def test_outputs_hold_no_wall_clock_figures_so_a_rerun_writes_the_same_bytes(tmp
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     assert "epoch_time_s" not in (tmp_path / "a" / "history.json").read_text()
     assert all(m["epoch_time_s"] > 0 and "train_loss" in m for m in logged)
+
+
+def test_accumulating_two_half_batches_is_one_whole_batch(tmp_path):
+    """train.accumulate: 2 x 8 examples per optimizer step trains what 16 per step trains (the
+    recipe's loss is a mean, the halves are equal), clipping included."""
+    whole, halves = ToyRecipe(batch=16), ToyRecipe(batch=8)
+    fit(whole, settings(clip=0.05), tmp_path / "whole", name="toy")
+    fit(halves, settings(clip=0.05, accumulate=2), tmp_path / "halves", name="toy")
+    for a, b in zip(whole.model.parameters(), halves.model.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    plain = ToyRecipe(batch=8)
+    fit(plain, settings(clip=0.05), tmp_path / "plain", name="toy")
+    assert not torch.allclose(plain.model.weight, halves.model.weight, atol=1e-3)
+
+
+def test_accumulate_must_be_positive():
+    with pytest.raises(ValueError, match="accumulate: must be >= 1"):
+        settings(accumulate=0)

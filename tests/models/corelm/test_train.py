@@ -115,3 +115,14 @@ def test_stage_items_write_metrics_for_the_three_models(tmp_path):
         assert len(items[f"lambada/{model}/full_word"]) == 3
     assert "corelm+coref" in saved["heldout"]
     assert saved["training"]["steps"] > 0
+
+
+def test_accumulated_batches_count_as_one_optimizer_step(tmp_path):
+    """train.accumulate: the warm-up and decay count optimizer steps, and so does the budget."""
+    cfg = _settings(_corpus(tmp_path), epochs=1, accumulate=2, batch_size=1)
+    backbone = train.build_backbone(cfg)
+    data = train.load_data(cfg.data, backbone.tokenizer)
+    _, facts = train.train_model("ft", cfg, backbone, data, tmp_path / "ft", track=False)
+    batches = facts["batches"]
+    assert batches > 2 and facts["steps"] == -(-batches // 2)
+    assert facts["effective_batch_size"] == 2 * cfg.train.batch_size
