@@ -8,6 +8,7 @@ looks complete. Retrying is the caller's job (the Prefect task wrapper), one att
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -184,6 +185,22 @@ def _extract_member(archive_path: Path, member: str, target: Path, expected: str
         return _verify(tmp, expected, f"{name}!{member}")
 
 
+def _logs_unpinned(fetch):
+    """A file with no pinned sha256 (upstream publishes none and the mirror lacks it) is
+    accepted with its hash logged, so a later run can tell whether it got the same bytes."""
+
+    @functools.wraps(fetch)
+    def logged(source: Source, corpus: str, *args, **kwargs) -> str | None:
+        digest = fetch(source, corpus, *args, **kwargs)
+        if digest is not None and source.sha256 is None:
+            log.info("%s: %s has no pinned sha256; accepted sha256 %s", corpus, source.relpath,
+                     digest)  # fmt: skip
+        return digest
+
+    return logged
+
+
+@_logs_unpinned
 def fetch_source(
     source: Source,
     corpus: str,
@@ -198,36 +215,9 @@ def fetch_source(
     """Make dest_dir/source.relpath exist with the right content; return its sha256.
 
     Returns None for an optional source that no origin has. Raises MissingSourceError for a
-    required one, naming the file and the setting to change. A file with no pinned sha256
-    (upstream publishes none and the mirror lacks it) is accepted with its hash logged, so a
-    later run can tell whether it got the same bytes (SHA256SUMS beside the raw files too).
+    required one, naming the file and the setting to change. An unpinned file's hash is
+    logged (`_logs_unpinned`; SHA256SUMS beside the raw files too).
     """
-    digest = _fetch_source(
-        source,
-        corpus,
-        dest_dir,
-        mirror=mirror,
-        mirror_dir=mirror_dir,
-        network=network,
-        cache_dir=cache_dir,
-        timeout=timeout,
-    )
-    if digest is not None and source.sha256 is None:
-        log.info("%s: %s has no pinned sha256; accepted sha256 %s", corpus, source.relpath, digest)
-    return digest
-
-
-def _fetch_source(
-    source: Source,
-    corpus: str,
-    dest_dir: Path,
-    *,
-    mirror: str | None,
-    mirror_dir: str,
-    network: bool,
-    cache_dir: Path,
-    timeout: float,
-) -> str | None:
     target = dest_dir / source.relpath
     if target.exists() and source.sha256 is not None and sha256_of(target) == source.sha256:
         return source.sha256

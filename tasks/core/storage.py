@@ -96,7 +96,7 @@ def write_json(path: str | Path, obj: Any) -> None:
 TIMING_KEYS = frozenset(
     {"wall_time_s", "train_time_s", "epoch_time_s", "sec_per_epoch", "seconds", "docs_per_s"}
 )
-TIMING_SUFFIXES = ("_time_s", "_per_s")  # e.g. is_time_s, tokens_per_s
+TIMING_SUFFIXES = ("time_s", "_per_s", "seconds")  # time_s, is_time_s, tokens_per_s, seconds
 TIMINGS_DIR = Path("logs") / "timings"
 
 

@@ -185,3 +185,13 @@ def test_a_write_killed_midway_leaves_nothing_inside_the_output(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["metrics.json"]
     (left,) = (tmp_path / ".tmp").iterdir()  # outside the output, gitignored
     assert left.name.startswith("last.pt.") and left.name.endswith(".tmp")
+
+
+@pytest.mark.parametrize(
+    ("key", "timing"),
+    [("time_s", True), ("eval_time_s", True), ("tokens_per_s", True), ("load_seconds", True),
+     ("sec_per_epoch", True), ("dev_acc", False), ("steps", False), ("time_steps", False)],
+)  # fmt: skip
+def test_wall_clock_keys_are_told_by_their_unit(key, timing):
+    """A bare `time_s` (once CoreLM's) slipped into a tracked file: the unit decides."""
+    assert storage.is_timing(key) is timing
