@@ -70,6 +70,7 @@ def test_forced_rerun_is_byte_identical(fresh_repo):
         "view_corelm",
         "annotate_model",
         "graphs_model",
+        "view_corelm_model",
         "kbest",
     )
     code = "from flows.reproduce import planned_stages; print(' '.join(planned_stages()))"
