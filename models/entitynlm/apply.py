@@ -62,6 +62,7 @@ class EntityNLMScorer:
     def __init__(self, pair, vocab: Vocab, *, batch: int = 32):
         self.lm, self.vocab, self.batch = pair.lm, vocab, max(1, int(batch))
         self.l_max = self.lm.config.l_max
+        self.unscored: list[str] = []  # documents with no words to score (all scored 0)
 
     def document(self, doc: Mapping[str, Any], clusters) -> Document:
         spans = [(s, e, c) for c, chain in enumerate(clusters) for s, e in chain]
@@ -72,6 +73,9 @@ class EntityNLMScorer:
         """Candidates with the same preprocessed words share one `contexts` pass (§4 keeps
         punctuation inside mentions, so a tree with a mention over punctuation has a few more
         words: it forms its own group, scored on its own words as in training)."""
+        if not self.document(doc, []).tokens:  # e.g. GUM's reddit texts, masked as "___"
+            self.unscored.append(str(doc["doc_id"]))
+            return [0.0] * len(clusterings)  # a tie: every reranker keeps the 1-best
         docs = [self.document(doc, c) for c in clusterings]
         groups: dict[tuple[str, ...], list[int]] = {}
         for i, d in enumerate(docs):

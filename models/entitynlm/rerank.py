@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from tasks.core.progress import track
 from tasks.evaluation.coref import CONLL_METRICS, as_metrics, score_coreference
 from tasks.evaluation.significance import TRIALS, conll_randomization
 from tasks.graphs.views import entitynlm_row
@@ -116,9 +117,10 @@ def lm_scores(
     documents: Mapping[str, Mapping[str, Any]],
     scorer: Scorer | Any,
 ) -> dict[str, np.ndarray]:
-    """The scorer's number for every candidate, per document, in candidate order."""
+    """The scorer's number for every candidate, per document, in candidate order (a
+    progress line with rate and ETA: a k = 100 list of long documents takes minutes)."""
     out = {}
-    for doc_id, cands in candidates.items():
+    for doc_id, cands in track(candidates.items(), "rerank: LM scores", len(candidates), "docs"):
         doc = documents[doc_id]
         clusterings = [c.clusters for c in cands]
         if hasattr(scorer, "score_many"):

@@ -47,9 +47,12 @@ def metrics_path(corpus: str) -> Path:
     return resolve_path(f"metrics/{STAGE}") / f"{corpus}.json"
 
 
-def report_dict(report: rerank.RerankReport, corpus: str, cfg: RerankSettings) -> dict[str, Any]:
+def report_dict(report: rerank.RerankReport, corpus: str, cfg: RerankSettings,
+                unscored: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """unscored: documents with no words for the LM (their 1-best stands)."""
     return jsonable({
         "corpus": corpus, "checkpoint": cfg.checkpoint, "alpha": report.alpha,
+        "lm_unscored_documents": sorted(unscored or []),
         "dev_grid": {f"{a:.2f}": f for a, f in sorted(report.dev_grid.items())},
         "test": report.test, "p_values": report.p_values, "changed": report.changed,
         "documents": report.documents, "trials": cfg.trials,
@@ -65,7 +68,10 @@ def run(corpus: str, cfg: RerankSettings | None = None, *, track: bool = True) -
         pair, vocab = load_entitynlm(resolve_path(cfg.checkpoint))
         scorer = EntityNLMScorer(pair, vocab, batch=cfg.batch)
         report = rerank.rerank_corpus(corpus, scorer, trials=cfg.trials, seed=cfg.seed)
-    metrics = report_dict(report, corpus, cfg)
+    if scorer.unscored:
+        log.warning("%s: %d document(s) have no words for the LM (masked text?), their 1-best "
+                    "stands: %s", corpus, len(scorer.unscored), ", ".join(scorer.unscored[:5]))  # fmt: skip
+    metrics = report_dict(report, corpus, cfg, scorer.unscored)
     storage.write_metrics(metrics_path(corpus), metrics)
     flat = {f"{system}.{k}": v for system, m in report.test.items() for k, v in m.items()}
     flat |= {f"p_value.{k}": v for k, v in report.p_values.items()} | {"alpha": report.alpha}

@@ -95,6 +95,21 @@ def test_scorer_batches_candidates_with_shared_contexts(trained):
     assert together == pytest.approx(alone, abs=1e-4)
 
 
+def test_a_document_without_words_keeps_its_one_best(trained):
+    """GUM's reddit texts are masked ("___") in the release: after §4's preprocessing no word
+    is left for the LM, so every tree ties at 0 and the reranker keeps the 1-best (the stage
+    lists such documents in its metrics) instead of failing in the LSTM."""
+    pair, vocab = trained
+    scorer = EntityNLMScorer(pair, vocab)
+    masked = {"doc_id": "masked", "split": "test", "tokens": ["___", "__", "_", "____"],
+              "sentence_starts": [0]}  # fmt: skip
+    assert scorer.score_many(masked, [(((0, 1), (2, 3)),), ()]) == [0.0, 0.0]
+    assert scorer.unscored == ["masked"]
+    candidates = rerank.read_kbest(kbest_table({"masked": [(2.0, [[(0, 1), (2, 3)]]), (1.0, [])]}))
+    scores = rerank.lm_scores(candidates, {"masked": masked}, scorer)
+    assert rerank.rerank(candidates, scores).choice == {"masked": 0}
+
+
 def test_rerank_stage_lets_the_lm_overturn_a_wrong_one_best(trained, tmp_path, monkeypatch):
     docs = {f"k{i}": _row(i, "dev" if i < 2 else "test") for i in range(4)}
     # the coreference model ranks the verb chain first; gold is rank 1
