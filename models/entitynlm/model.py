@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -97,12 +98,6 @@ def distinct_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return first, index
 
 
-def gumbel_argmax(log_probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One draw per row from softmax(log_probs) (Gumbel-max trick)."""
-    u = torch.rand(log_probs.shape, generator=generator, device=log_probs.device)
-    return (log_probs - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
-
-
 class EntityNLM(nn.Module):
     """P(X, R, E, L) (generative) or Q(R, E, L | X) (config.proposal).
 
@@ -114,8 +109,8 @@ class EntityNLM(nn.Module):
     - `log_words(batch) -> B`: sum_t log P(X_t | h_{t-1}, e_current), words only, R/E/L given;
     - `entity_predictions(batch)`: at every mention start, log P(E_t = e | R_t = 1, left
       context) over the existing entities and "new" (entity prediction, Table 3);
-    - `sample(tokens, mask, n, generator)` (proposal): n draws of (R, E, L) per document with
-      their log Q (importance sampling, sampling.py).
+    - `walk_inputs(tokens, mask)`: the per-document inputs of the importance draws (draws.py:
+      N draws of (R, E, L) from the proposal, scored under the LM in the same walk).
     """
 
     def __init__(self, config: EntityNLMConfig):
@@ -366,86 +361,49 @@ class EntityNLM(nn.Module):
             out[b].append((int(extra["positions"][b, j]), extra["dists"][b, j, : n_t + 1].cpu()))
         return out
 
-    # ------------------------------------------------------------------ proposal sampling
+    # ------------------------------------------------------------------ importance draws
 
     @torch.no_grad()
-    def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None):
-        """Draw n (R, E, L) per document from Q (proposal only), each row of the result is one
-        draw (document b's draws are rows b*n .. b*n+n-1). Returns (Batch of the draws,
-        log Q of each draw). A mention may run past the last word (prefix semantics).
-
-        The scan over words is sequential (E and L depend on the memory); everything that
-        does not (the states, W h, R's distribution, Eq. 4's distance weights) is computed
-        once per document before it, and the memory is updated in place."""
-        if not self.config.proposal:
-            raise ValueError("sample() is the proposal's: EntityNLMConfig(proposal=True)")
-        pred, upd = self.contexts(tokens, mask)
-        t_len, dev = tokens.size(1), tokens.device
-
-        def per_draw(x):
-            return x.repeat_interleave(n, 0)
-
-        r_lp = per_draw(self.r_log_probs(pred))
-        r_p1 = r_lp[..., 1].exp()
-        qh, ph, pred, upd = (
-            per_draw(x) for x in (self.w_entity(pred), self.w_delta(upd), pred, upd)
+    def walk_inputs(self, tokens, mask, contexts=None) -> tuple[tuple, tuple | None]:
+        """What the draw-and-score walk (draws.py) reads of this model, per document: all that
+        does not depend on the entity memory, computed once for the N draws, as contiguous
+        numpy arrays. (memory, words): memory = (log P(R_t = r) B x T x 2 (Eq. 3), W_entity h
+        B x T x H (Eq. 4), h_t and W_delta h_t B x T x H (Eq. 8), W_len[:, :H] h + b
+        B x T x L_max and W_len[:, H:] L_max x H (Eq. 5), the distance weight of each
+        distance 0..T (Eq. 4), the prior r_1/|r_1| (Eq. 7)); words (generative only, Eq. 6,
+        evaluation: no dropout) = (word ids, a_t[x_t], max a_t, logsumexp a_t, all B x T;
+        exp(a_t - max a_t) and g_t = W W_e h_t, B x T x V; W W_e prior, V) with
+        a_t = W h_{t-1} + b."""
+        pred, upd = contexts if contexts is not None else self.contexts(tokens, mask)
+        h, t_len = pred.size(-1), tokens.size(1)
+        bucket = distance_bucket(torch.arange(t_len + 1, device=tokens.device),
+                                 self.config.distance_buckets)  # fmt: skip
+        prior = self.prior(1, 1, tokens.device, pred.dtype).reshape(h)
+        memory = (
+            self.r_log_probs(pred),
+            self.w_entity(pred),
+            upd,
+            self.w_delta(upd),
+            F.linear(pred, self.w_length.weight[:, :h], self.w_length.bias),
+            self.w_length.weight[:, h:],
+            self.w_dist(bucket).squeeze(-1),
+            prior,
         )
-        length_h = per_draw(self.w_length.weight[:, : pred.size(-1)] @ pred[::n].transpose(1, 2))
-        tokens, mask = per_draw(tokens), per_draw(mask)
-        dist_w = self.w_dist(distance_bucket(torch.arange(t_len + 1, device=dev),
-                                             self.config.distance_buckets)).squeeze(-1).float()  # fmt: skip
-        w_len_e = self.w_length.weight[:, pred.size(-1) :].T
-        rows = tokens.size(0)
-        ar = torch.arange(rows, device=dev)
-        mem = self.prior(rows, 2, dev, pred.dtype)
-        last = torch.zeros(rows, 2, dtype=torch.long, device=dev)
-        n_ent = torch.zeros(rows, dtype=torch.long, device=dev)
-        prev_rem = torch.zeros(rows, dtype=torch.long, device=dev)
-        ent = torch.full((rows,), -1, dtype=torch.long, device=dev)
-        logq = torch.zeros(rows, device=dev)
-        is_m = torch.zeros(rows, t_len, dtype=torch.bool, device=dev)
-        ents = torch.full((rows, t_len), -1, dtype=torch.long, device=dev)
-        rems = torch.zeros(rows, t_len, dtype=torch.long, device=dev)
-        for t in range(t_len):
-            m = mask[:, t]
-            dec = m & (prev_rem <= 1)
-            r_new = torch.bernoulli(r_p1[:, t], generator=generator).bool()
-            r = torch.where(dec, r_new, prev_rem > 1) & m
-            logq += torch.where(dec, r_lp[ar, t, r.long()], 0.0)
-            start = dec & r
-            if bool(start.any()):
-                if int(n_ent.max()) + 1 >= mem.size(1):  # room for the new-entity slot
-                    mem = torch.cat([mem, self.prior(rows, mem.size(1), dev, mem.dtype)], 1)
-                    last = torch.cat([last, torch.zeros_like(last)], 1)
-                k = torch.arange(mem.size(1), device=dev)
-                scores = (mem * qh[:, t, None]).sum(-1).float()  # Eq. 4
-                scores += torch.where(k < n_ent[:, None], dist_w[t - last], 0.0)
-                lp_e = torch.log_softmax(scores.masked_fill(k > n_ent[:, None], NEG), -1)
-                e_s = gumbel_argmax(lp_e, generator)
-                e_sel = mem[ar, e_s]
-                lp_l = torch.log_softmax(  # Eq. 5, W [h; e] + b split in its two halves
-                    (length_h[:, :, t] + e_sel @ w_len_e + self.w_length.bias).float(), -1
-                )
-                l_s = gumbel_argmax(lp_l, generator)
-                logq += torch.where(start, lp_e[ar, e_s] + lp_l[ar, l_s], 0.0)
-                ent = torch.where(start, e_s, ent)
-                prev_rem = torch.where(start, l_s + 1, prev_rem)
-            rem = torch.where(start, prev_rem, torch.where(r, prev_rem - 1, 0))
-            if bool(r.any()):  # Eq. 8, in place for the rows inside a mention
-                slot = ent.clamp(min=0)
-                e_old = mem[ar, slot]
-                e_new = self.gate_update(e_old, upd[:, t], ph[:, t])
-                mem[ar, slot] = torch.where(r[:, None], e_new.to(mem.dtype), e_old)
-                last[ar, slot] = torch.where(r, t, last[ar, slot])
-                n_ent = torch.where(r, torch.maximum(n_ent, slot + 1), n_ent)
-            is_m[:, t] = r
-            ents[:, t] = torch.where(r, ent, -1)
-            rems[:, t] = rem
-            prev_rem, ent = rem, torch.where(r, ent, -1)
-
-        draws = Batch(tokens=tokens, mask=mask, is_mention=is_m, entity=ents, remaining=rems,
-                      doc_ids=[])  # fmt: skip
-        return draws, logq
+        memory = tuple(np.ascontiguousarray(x.float().cpu().numpy()) for x in memory)
+        if self.config.proposal:
+            return memory, None
+        logits = self.out(pred).float()
+        top = logits.amax(-1)
+        words = (
+            tokens,
+            logits.gather(-1, tokens[..., None]).squeeze(-1).double(),
+            top.double(),
+            logits.logsumexp(-1).double(),
+            (logits - top[..., None]).exp_(),
+            F.linear(self.w_e(upd), self.out.weight).float(),
+            F.linear(self.w_e(prior), self.out.weight).float(),
+        )
+        return memory, tuple(np.ascontiguousarray(x.cpu().numpy()) for x in words)
 
 
 class RNNLM(nn.Module):

@@ -5,8 +5,8 @@
 
 with N draws (the paper: N = 100) per document from the proposal Q. In log space,
 log P(x) ~= logsumexp_i(log P(x, .) - log Q(.)) - log N, which never leaves the float range.
-The N draws of a document are one batch (and several documents go together): the LSTM states
-are computed once per document and shared by its draws. tests/models/entitynlm/test_sampling.py
+The N draws of a document are drawn and scored together (draws.py; several documents go
+together): the LSTM states are computed once per document and shared by its draws. tests/models/entitynlm/test_sampling.py
 checks the estimate against the exact marginal, enumerated on tiny documents.
 
 Model selection (§5.1 "Results"): the joint perplexity 2^(-1/T sum log2 P(X, R, E, L)) on the
@@ -22,7 +22,8 @@ from collections.abc import Sequence
 import torch
 
 from models.entitynlm.data import Batch, Document, Vocab, collate, token_batches
-from models.entitynlm.model import EntityNLM, distinct_rows
+from models.entitynlm.draws import draw
+from models.entitynlm.model import EntityNLM
 
 
 @torch.no_grad()
@@ -32,24 +33,10 @@ def importance_log_marginal(
     batch: Batch,
     n: int = 100,
     generator: torch.Generator | None = None,
-    max_rows_tokens: int = 200_000,
 ) -> torch.Tensor:
-    """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q."""
-    draws, logq = proposal.sample(batch.tokens, batch.mask, n, generator)
-    pred, upd = lm.contexts(batch.tokens, batch.mask)
-    # identical draws of a document (frequent when Q is peaked) are scored once
-    key = torch.cat([torch.arange(logq.size(0), device=logq.device)[:, None] // n,
-                     draws.is_mention.long(), draws.entity, draws.remaining], 1)  # fmt: skip
-    first, inverse = distinct_rows(key)
-    logp_u = torch.empty(first.size(0), device=logq.device)
-    chunk = max(1, max_rows_tokens // max(1, draws.tokens.size(1)))
-    for start in range(0, first.size(0), chunk):
-        rows = first[start : start + chunk]
-        docs = rows // n
-        sub = Batch(draws.tokens[rows], draws.mask[rows], draws.is_mention[rows],
-                    draws.entity[rows], draws.remaining[rows], [])  # fmt: skip
-        logp_u[start : start + chunk] = lm.log_joint(sub, contexts=(pred[docs], upd[docs])).float()
-    logp = logp_u[inverse]
+    """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q,
+    each scored under the LM in the walk that draws it (draws.py)."""
+    _, logq, logp = draw(proposal, batch.tokens, batch.mask, n, generator, lm=lm)
     weights = (logp - logq).view(-1, n)
     return torch.logsumexp(weights, 1) - math.log(n)
 

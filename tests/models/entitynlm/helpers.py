@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import torch
 
@@ -66,3 +67,25 @@ def enumeration_batch(word_ids, l_max) -> tuple[Batch, list]:
 
 def all_word_sequences(vocab_size: int, length: int):
     return list(itertools.product(range(vocab_size), repeat=length))
+
+
+def random_documents(seed, count=5, max_len=14, l_max=3) -> list[Document]:
+    """Random annotations the story allows; a mention may run past the last word."""
+    rng = random.Random(seed)
+    docs = []
+    for k in range(count):
+        length = rng.randint(1, max_len)
+        is_m, ent, rem, n = [], [], [], 0
+        while len(is_m) < length:
+            if rng.random() < 0.45:
+                e = rng.randrange(n + 1)
+                n = max(n, e + 1)
+                ell = rng.randint(1, l_max)
+                is_m += [True] * ell
+                ent += [e] * ell
+                rem += list(range(ell, 0, -1))
+            else:
+                is_m.append(False), ent.append(-1), rem.append(0)
+        tokens = [f"w{rng.randrange(5)}" for _ in range(length)]
+        docs.append(Document(f"r{k}", "test", tokens, is_m[:length], ent[:length], rem[:length]))
+    return docs

@@ -9,7 +9,13 @@ import torch
 import torch.nn.functional as F
 
 from models.entitynlm.data import Batch
-from models.entitynlm.model import NEG, EntityNLM, decision_points, gumbel_argmax
+from models.entitynlm.model import NEG, EntityNLM, decision_points
+
+
+def gumbel_argmax(log_probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One draw per row from softmax(log_probs) (Gumbel-max trick)."""
+    u = torch.rand(log_probs.shape, generator=generator, device=log_probs.device)
+    return (log_probs - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
 
 
 class ReferenceEntityNLM(EntityNLM):

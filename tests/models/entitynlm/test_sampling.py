@@ -47,15 +47,6 @@ def test_proposal_is_normalised_given_the_words():
     assert math.isclose(float(torch.logsumexp(q.log_joint(batch), 0)), 0.0, abs_tol=1e-5)
 
 
-def test_sampled_log_q_is_the_proposals_score():
-    q = random_model(vocab_size=4, proposal=True, l_max=L_MAX, scale=2.0, seed=3)
-    tokens = torch.tensor([[2, 3, 2, 3, 2], [3, 3, 2, 0, 0]])
-    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]).bool()
-    draws, logq = q.sample(tokens, mask, 50, torch.Generator().manual_seed(0))
-    assert torch.allclose(q.log_joint(draws), logq, atol=1e-5)
-    assert draws.is_mention.any() and (~draws.is_mention[draws.mask]).any()
-
-
 def _exact(lm, q, words):
     """log P(x) exactly, and the exact standard deviation of one importance weight P/Q
     under Q divided by P(x) (the relative error of a one-draw estimate)."""
