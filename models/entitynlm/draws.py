@@ -238,17 +238,15 @@ def _no_words() -> tuple:
             np.zeros(0, np.float32))  # fmt: skip
 
 
-def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = None, lm=None,
-         lm_contexts=None):  # fmt: skip
+def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = None, lm=None):
     """n draws of (R, E, L) per document from Q (document b's draws are rows b*n .. b*n+n-1;
     a mention may run past the last word: prefix semantics). Returns (Batch of the draws,
-    log Q per draw, log P(X, R, E, L) per draw under lm, or None without lm).
-    lm_contexts: lm.contexts(tokens, mask) if at hand."""
+    log Q per draw, log P(X, R, E, L) per draw under lm, or None without lm)."""
     if not proposal.config.proposal:
         raise ValueError("draws come from the proposal: EntityNLMConfig(proposal=True)")
     dev, (b, t_len) = tokens.device, tokens.shape
     q, _ = proposal.walk_inputs(tokens, mask)
-    p, words = (q, _no_words()) if lm is None else lm.walk_inputs(tokens, mask, lm_contexts)
+    p, words = (q, _no_words()) if lm is None else lm.walk_inputs(tokens, mask)
     rows = b * n
     uniforms = torch.rand((rows, t_len, 3), generator=generator, device=dev).cpu().numpy()
     is_m = np.zeros((rows, t_len), np.bool_)

@@ -364,7 +364,7 @@ class EntityNLM(nn.Module):
     # ------------------------------------------------------------------ importance draws
 
     @torch.no_grad()
-    def walk_inputs(self, tokens, mask, contexts=None) -> tuple[tuple, tuple | None]:
+    def walk_inputs(self, tokens, mask) -> tuple[tuple, tuple | None]:
         """What the draw-and-score walk (draws.py) reads of this model, per document: all that
         does not depend on the entity memory, computed once for the N draws, as contiguous
         numpy arrays. (memory, words): memory = (log P(R_t = r) B x T x 2 (Eq. 3), W_entity h
@@ -374,7 +374,7 @@ class EntityNLM(nn.Module):
         evaluation: no dropout) = (word ids, a_t[x_t], max a_t, logsumexp a_t, all B x T;
         exp(a_t - max a_t) and g_t = W W_e h_t, B x T x V; W W_e prior, V) with
         a_t = W h_{t-1} + b."""
-        pred, upd = contexts if contexts is not None else self.contexts(tokens, mask)
+        pred, upd = self.contexts(tokens, mask)
         h, t_len = pred.size(-1), tokens.size(1)
         bucket = distance_bucket(torch.arange(t_len + 1, device=tokens.device),
                                  self.config.distance_buckets)  # fmt: skip
