@@ -27,6 +27,12 @@ train_seed = task(
 )
 
 
+train_seeds_stacked = task(
+    stage.train_seeds_stacked, name="train-coref-seeds-stacked",
+    task_run_name="train_coref@{encoder}/stacked",
+)  # fmt: skip
+
+
 @flow(name="train-coref")
 def train_coref(encoder: str, seed: int | None = None) -> dict:
     cfg = stage.settings()  # every setting checked before any work
@@ -39,7 +45,10 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
         {split: len(docs) for split, docs in splits.items()},
     )
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
-    results = [train_seed(encoder, s, splits, cfg) for s in seeds]
+    if stage.stacked(cfg, seeds):  # one computation, each seed as if alone (#15.1)
+        results = train_seeds_stacked(encoder, seeds, splits, cfg)
+    else:
+        results = [train_seed(encoder, s, splits, cfg) for s in seeds]
     summary = stage.summarize(encoder, results)
     write_metrics(stage.metrics_path(encoder), summary)
     return summary

@@ -540,18 +540,26 @@ class CorefModel(nn.Module):
 
     def forward(self, doc: DocTensors) -> CorefOutput:
         """Score one document; with gold mentions in `doc`, also the loss (Eq. 6)."""
+        if doc.num_words == 0:
+            return self.score(doc, None, None)
+        emb = self.embed(doc)
+        return self.score(doc, emb, self.encode(emb, doc.lengths))
+
+    def score(self, doc: DocTensors, emb: Tensor | None, encoded: Tensor | None) -> CorefOutput:
+        """Everything after the sentence encoder: spans, pruning, antecedents and the loss, from
+        the embeddings `emb` [S, L, E] and the encoder's outputs `encoded` [S, L, 2H]. Apart
+        from forward so that seeds stacked (models/coref/stacked.py) can batch the encoder."""
         c = self.config
         device = self.words.weight.device
         starts, ends = enumerate_spans(doc.lengths, c.max_width)
         starts, ends = starts.to(device), ends.to(device)
         num_words = doc.num_words
-        if num_words == 0:
+        if num_words == 0 or emb is None or encoded is None:
             return self._empty(starts, ends, device)
-        emb = self.embed(doc)
         valid = torch.arange(emb.shape[1], device=device).unsqueeze(0) < doc.lengths.to(
             device
         ).unsqueeze(1)
-        context = self.dropout(self.encode(emb, doc.lengths))[valid]  # [T, 2H]
+        context = self.dropout(encoded)[valid]  # [T, 2H]
         emb = emb[valid]  # [T, E]
         head_scores = self.head_scorer(context).squeeze(1)  # [T]
 

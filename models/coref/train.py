@@ -28,6 +28,7 @@ Devices: CUDA with autocast (float16 + GradScaler) when available, else CPU in f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -54,13 +55,14 @@ from models.coref.data import (
     tensorize,
 )
 from models.coref.model import CorefConfig, CorefModel
+from models.coref.stacked import SeedStreams, StackedCoref
 from tasks.core import checkpoints as _ckpt
 from tasks.core import storage
 from tasks.core.checkpoints import CheckpointMismatchError, jsonable, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
-from tasks.core.tracking import log_metrics, log_params, tracked_run
+from tasks.core.tracking import log_metrics, log_params, tracked_run, tracked_runs
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import (
     BEST,
@@ -70,6 +72,7 @@ from tasks.training.loop import (
     Precision,
     StepOutput,
     fit,
+    fit_lanes,
     load_best,
     torch_threads,
 )
@@ -119,6 +122,9 @@ class CorefTrain(LoopSettings):
     amp_dtype: Literal["bfloat16", "float16"] = "float16"
     resume: bool = True  # continue from <out_dir>/last.pt when its fingerprint matches
     max_steps_per_epoch: int | None = None  # cap documents per epoch (quick runs); None = all
+    # train the stage's seeds as one computation (models/coref/stacked.py); each seed's result
+    # is the one it gets alone (to float tolerance), so this is a run-only setting
+    seeds_stacked: bool = False
 
 
 TRAIN_DEFAULTS: dict[str, Any] = settings_to_dict(CorefTrain())
@@ -254,6 +260,17 @@ def prepare_vocab(
     return vocab, pretrained, info
 
 
+def decayed_adam(model: torch.nn.Module, tcfg: CorefTrain) -> tuple[torch.optim.Optimizer, Any]:
+    """Adam over the trainable parameters, learning rate x decay_rate every decay_frequency
+    steps (Lee et al.'s released code)."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(trainable, lr=tcfg.lr)
+    rate, every = tcfg.decay_rate, tcfg.decay_frequency
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: rate ** (step // every)
+    )
+
+
 class CorefRecipe:
     """The coreference model's part of the shared loop (tasks/training/loop.py): one
     (cropped) document per step in a seeded order, Adam with Lee et al.'s step decay, the
@@ -272,12 +289,7 @@ class CorefRecipe:
         self.info: dict[str, Any] = {}
 
     def optimizer(self) -> tuple[torch.optim.Optimizer, Any]:
-        trainable = [p for p in self.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.Adam(trainable, lr=self.tcfg.lr)
-        rate, every = self.tcfg.decay_rate, self.tcfg.decay_frequency
-        return optimizer, torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: rate ** (step // every)
-        )
+        return decayed_adam(self.model, self.tcfg)
 
     def batches(self, epoch: int) -> Iterator[CorefDocument]:
         train = self.splits["train"]
@@ -320,6 +332,74 @@ class CorefRecipe:
         self.rng.setstate(state["rng"])
 
 
+class StackedCorefRecipe:
+    """CorefRecipe for K seeds trained as one computation (models/coref/stacked.py), one lane
+    of the loop per seed (tasks/training/loop.py fit_lanes). Seed k is one CorefRecipe built
+    as a separate run builds it (seeded, then its model, then its document order and crops),
+    with its own dropout stream, clipping, selection and best checkpoint."""
+
+    log_keys = CorefRecipe.log_keys
+
+    def __init__(self, splits, mcfg: Mapping[str, Any], tcfgs: Sequence[CorefTrain], vocab,
+                 pretrained) -> None:  # fmt: skip
+        differ = {k for t in tcfgs for k, v in settings_to_dict(t).items()
+                  if k != "seed" and v != getattr(tcfgs[0], k)}  # fmt: skip
+        if differ:
+            raise CorefreproError(f"stacked seeds must share every setting but the seed: {differ}")
+        self.recipes, states = [], []
+        for t in tcfgs:
+            seed_everything(t.seed)
+            self.recipes.append(CorefRecipe(splits, mcfg, t, vocab, pretrained))
+            states.append(SeedStreams.capture())  # where the seed's dropout stream starts
+        self.model = StackedCoref([r.model for r in self.recipes], SeedStreams(states))
+        self.vocab, self.lanes = vocab, len(tcfgs)
+
+    def optimizer(self) -> tuple[torch.optim.Optimizer, Any]:
+        return decayed_adam(self.model, self.recipes[0].tcfg)  # element-wise: per seed
+
+    def batches(self, epoch: int) -> Iterator[tuple[CorefDocument, ...]]:
+        return zip(*(r.batches(epoch) for r in self.recipes), strict=True)
+
+    def steps_per_epoch(self) -> int:
+        return self.recipes[0].steps_per_epoch()
+
+    def step(self, docs: Sequence[CorefDocument], device: torch.device) -> StepOutput:
+        outputs = self.model([tensorize(d, self.vocab).to(device) for d in docs])
+        losses = [out.loss for out in outputs]
+        lane_stats = [{"loss_sum": float(loss.detach()), "loss_n": 1} for loss in losses]
+        return StepOutput(torch.stack(losses).sum(), {}, lane_stats)
+
+    def clip_gradients(self, clip: float) -> None:
+        """Each seed's gradient norm clipped on its own, as clip_grad_norm_ does alone."""
+        for r in self.recipes:
+            torch.nn.utils.clip_grad_norm_([p for p in r.model.parameters() if p.requires_grad],
+                                           clip)  # fmt: skip
+
+    def evaluate(self, split: str, precision: Precision) -> list[dict[str, float]]:
+        return [r.evaluate(split, precision) for r in self.recipes]
+
+    def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
+        return self.recipes[0].selection(dev)
+
+    def lane_model(self, k: int) -> torch.nn.Module:
+        return self.recipes[k].model
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return self.recipes[0].checkpoint_config()
+
+    def checkpoint_info(self, k: int) -> dict[str, Any]:
+        return self.recipes[k].checkpoint_info()
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {**self.recipes[0].fingerprint(), "seeds": [r.tcfg.seed for r in self.recipes]}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        return None
+
+
 def documents_fingerprint(splits: Mapping[str, Sequence[CorefDocument]]) -> str:
     """sha256 of the documents a run trains and selects on (tokens and gold clusters)."""
     digest = hashlib.sha256()
@@ -348,13 +428,8 @@ def train_and_evaluate(
     """
     tcfg = resolve_train_cfg(train_cfg)
     mcfg = resolve_model_cfg(model_cfg)
-    if not train_docs or not dev_docs:
-        raise CorefreproError(
-            f"coreference training needs train and dev documents "
-            f"(got {len(train_docs)} train, {len(dev_docs)} dev)"
-        )
     started = time.perf_counter()
-    splits = {"train": train_docs, "dev": dev_docs, "test": test_docs}
+    splits = _splits(train_docs, dev_docs, test_docs)
     with torch_threads(tcfg.threads):
         seed_everything(tcfg.seed)
         vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
@@ -362,19 +437,67 @@ def train_and_evaluate(
         recipe.info = {"embeddings": embeddings}
     result = fit(recipe, tcfg, out_dir, name=f"{mcfg['encoder']} seed {tcfg.seed}",
                  log_metrics=log_metrics)  # fmt: skip
+    return _final(recipe, result, embeddings, started, log_metrics)
+
+
+def train_and_evaluate_stacked(
+    train_docs: Sequence[CorefDocument],
+    dev_docs: Sequence[CorefDocument],
+    test_docs: Sequence[CorefDocument],
+    model_cfg: Mapping[str, Any],
+    train_cfgs: Sequence[Mapping[str, Any]],
+    out_dirs: Sequence[str | Path],
+    *,
+    log_metrics: Sequence[Callable[[Mapping[str, float], int | None], None] | None] | None = None,
+) -> list[dict[str, Any]]:
+    """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
+    computation (StackedCorefRecipe): each seed's out_dir, curve and metrics as if alone."""
+    tcfgs = [resolve_train_cfg(t) for t in train_cfgs]
+    mcfg = resolve_model_cfg(model_cfg)
+    started = time.perf_counter()
+    splits = _splits(train_docs, dev_docs, test_docs)
+    with torch_threads(tcfgs[0].threads):
+        vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
+        recipe = StackedCorefRecipe(splits, mcfg, tcfgs, vocab, pretrained)
+        for r in recipe.recipes:
+            r.info = {"embeddings": embeddings}
+    sinks = list(log_metrics or [None] * len(tcfgs))
+    names = [f"{mcfg['encoder']} seed {t.seed} (stacked)" for t in tcfgs]
+    loop = dataclasses.replace(tcfgs[0], resume=False)  # lanes do not resume
+    fits = fit_lanes(recipe, loop, list(out_dirs), names=names, log_metrics=sinks)
+    results = []
+    for seed_recipe, result, sink in zip(recipe.recipes, fits, sinks, strict=True):
+        metrics = _final(seed_recipe, result, embeddings, started, sink)
+        metrics["stacked_with"] = [t.seed for t in tcfgs]
+        results.append(metrics)
+    return results
+
+
+def _splits(train_docs, dev_docs, test_docs) -> dict[str, Sequence[CorefDocument]]:
+    if not train_docs or not dev_docs:
+        raise CorefreproError(
+            f"coreference training needs train and dev documents "
+            f"(got {len(train_docs)} train, {len(dev_docs)} dev)"
+        )
+    return {"train": train_docs, "dev": dev_docs, "test": test_docs}
+
+
+def _final(recipe: CorefRecipe, result, embeddings, started: float, log_metrics) -> dict:
+    """The best checkpoint scored on dev and test (once), as the seed's metrics."""
+    tcfg = recipe.tcfg
     with torch_threads(tcfg.threads):
         load_best(result, recipe)
         dev = recipe.evaluate("dev", result.precision)
-        test = recipe.evaluate("test", result.precision) if test_docs else {}
+        test = recipe.evaluate("test", result.precision) if recipe.splits["test"] else {}
     metrics = {
-        "encoder": mcfg["encoder"],
+        "encoder": recipe.mcfg["encoder"],
         "seed": tcfg.seed,
         "dev": dev,
         "test": test,
         "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run,
-        "train_documents": len(train_docs),
-        "vocab_size": len(vocab.words),
+        "train_documents": len(recipe.splits["train"]),
+        "vocab_size": len(recipe.vocab.words),
         "device": str(result.precision.device),
         "wall_time_s": time.perf_counter() - started,
         **embeddings,
@@ -447,6 +570,20 @@ def encoder_model_cfg(cfg: TrainCorefSettings, encoder: str) -> dict[str, Any]:
     return {"encoder": encoder, **cfg.model, **(cfg.encoders[encoder] or {})}
 
 
+def _run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict[str, Any]:
+    """A seed's model and train settings and its data, as its MLflow run records them."""
+    return {
+        "model": resolve_model_cfg(encoder_model_cfg(cfg, encoder)),
+        "train": settings_to_dict(resolve_train_cfg({**cfg.train, "seed": int(seed)})),
+        "corpora": list(cfg.corpora),
+        "drop_singletons": cfg.drop_singletons,
+        "documents": {split: len(docs) for split, docs in splits.items()},
+    }
+
+
+_RECORDED = ("embeddings", "embeddings_source", "device")  # MLflow params of a finished seed
+
+
 def train_seed(
     encoder: str,
     seed: int,
@@ -461,24 +598,52 @@ def train_seed(
     train_cfg = {**cfg.train, "seed": int(seed)}
     dataset = "+".join(cfg.corpora)
     out_dir = artifact_dir(encoder, seed)
-    run_params = {
-        "model": resolve_model_cfg(model_cfg),
-        "train": settings_to_dict(resolve_train_cfg(train_cfg)),
-        "corpora": list(cfg.corpora),
-        "drop_singletons": cfg.drop_singletons,
-        "documents": {split: len(docs) for split, docs in splits.items()},
-    }
     args = (splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir)
     if not track:
         metrics = train_and_evaluate(*args)
     else:
+        run_params = _run_params(encoder, seed, splits, cfg)
         with tracked_run(STAGE, encoder, dataset=dataset, seed=int(seed), run_params=run_params):
             metrics = train_and_evaluate(*args, log_metrics=log_metrics)
-            recorded = ("embeddings", "embeddings_source", "device")
-            log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
+            log_params({k: str(metrics[k])[:6000] for k in _RECORDED if k in metrics})
     metrics["dataset"] = dataset
     storage.write_metrics(out_dir / "metrics.json", metrics)
     return metrics
+
+
+def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
+    """Whether the seeds train stacked (train.seeds_stacked, more than one seed)."""
+    return len(seeds) > 1 and bool(resolve_train_cfg(cfg.train).seeds_stacked)
+
+
+def train_seeds_stacked(
+    encoder: str,
+    seeds: Sequence[int],
+    splits: Mapping[str, Sequence[CorefDocument]],
+    cfg: TrainCorefSettings,
+    *,
+    track: bool = True,
+) -> list[dict[str, Any]]:
+    """train_seed for every seed at once (train_and_evaluate_stacked): the same artifacts per
+    seed (best.pt, history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
+    dataset = "+".join(cfg.corpora)
+    specs = [{"item": encoder, "dataset": dataset, "seed": int(s),
+              "run_params": _run_params(encoder, s, splits, cfg)} for s in seeds]  # fmt: skip
+    tracking = tracked_runs(STAGE, specs) if track else contextlib.nullcontext(None)
+    with tracking as run_ids:
+        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
+                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
+        results = train_and_evaluate_stacked(
+            splits["train"], splits["dev"], splits["test"], encoder_model_cfg(cfg, encoder),
+            [{**cfg.train, "seed": int(s)} for s in seeds],
+            [artifact_dir(encoder, s) for s in seeds], log_metrics=sinks,
+        )  # fmt: skip
+        for run_id, metrics in zip(run_ids or [], results, strict=False):
+            log_params({k: str(metrics[k])[:6000] for k in _RECORDED if k in metrics}, run_id)
+    for seed, metrics in zip(seeds, results, strict=True):
+        metrics["dataset"] = dataset
+        storage.write_metrics(artifact_dir(encoder, seed) / "metrics.json", metrics)
+    return results
 
 
 def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -432,10 +432,17 @@ def log_metrics(
     _log_to(run_id, "log metrics", lambda: MlflowClient().log_batch(run_id, metrics=batch))
 
 
-def log_params(values: Mapping[str, Any]) -> None:
+def log_params(values: Mapping[str, Any], run_id: str | None = None) -> None:
     import mlflow
 
-    _log("log params", lambda: mlflow.log_params(dict(values)))
+    if run_id is None:
+        _log("log params", lambda: mlflow.log_params(dict(values)))
+        return
+    from mlflow.entities import Param
+
+    params_ = [Param(k, str(v)) for k, v in values.items()]
+    _log_to(run_id, "log params",
+            lambda: mlflow.tracking.MlflowClient().log_batch(run_id, params=params_))  # fmt: skip
 
 
 def log_dict(obj: Any, name: str, run_id: str | None = None) -> None:

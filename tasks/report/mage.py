@@ -274,9 +274,76 @@ def render_babi(
     )
     lines += measured_lines or ["- none"]
     lines += _babi_footnotes(table, runs)
+    lines += render_babi_dev(table, models, by_model)
     lines.append("")
     lines += _runs_details(runs, annotation, "Runs behind this table")
     return lines
+
+
+def render_babi_dev(table: Mapping, models: Sequence[Model], by_model: Mapping) -> list[str]:
+    """Dev error as mean ± sd over seeds per task, beside the paper's test error (issue #15.4).
+
+    Why beside the test cells above: with the mirror, bAbI's test files are 10-question samples,
+    and the best-dev seed's test error is one pick among seeds on a 100-question dev set; the
+    seeds' spread on dev says how much of a cell is luck. Failed = seed-mean dev error above the
+    paper's threshold. Shown when some run has several seeds."""
+    if not any(r.metrics.get("seeds", 1) > 1 for runs in by_model.values() for r in runs.values()):
+        return []
+    shown = [m for m in models if by_model.get(m[0])]
+    limit = table["failed_above"]
+    header = ["Task"] + [label for _, _, label in shown]
+    rows, means = [], {model: {} for model, _, _ in shown}
+    for t in table["columns"]:
+        if not any(t in by_model[model] for model, _, _ in shown):
+            continue
+        row = [f"{table['columns'].index(t) + 1} (`{t}`)"]
+        for model, prow, _ in shown:
+            run = by_model[model].get(t)
+            errors = _dev_errors(run.metrics) if run else []
+            if errors:
+                means[model][t] = 100 * _mean(errors)
+            paper = prow["values"].get(t) if prow else None
+            row.append(cell(_mean_sd(errors), None if paper is None else fmt(paper)))
+        rows.append(row)
+    rows += _babi_dev_summary(shown, means, limit)
+    lines = ["", f"#### {table.get('table', 'bAbI')}, dev error over seeds (mean ± sd)", ""]
+    lines.append(
+        "Cells: our dev error % as mean ± sd over the seeds (dev carved from training; not a "
+        f"test set) (the paper's test error %). Failed: seed-mean dev error > {limit:g}%. "
+        + _budget(by_model)
+    )
+    return lines + [""] + _md_table(header, rows) + [""]
+
+
+def _babi_dev_summary(shown: Sequence[Model], means: Mapping, limit: float) -> list[list[str]]:
+    """Mean over tasks and failed count per model, beside the paper's on the same tasks."""
+    mean_row, fail_row = ["Mean over the tasks measured (paper)"], ["Failed tasks (paper)"]
+    for model, prow, _ in shown:
+        ours = means[model]
+        paper = [prow["values"].get(t) for t in ours] if prow else []
+        full = bool(ours) and None not in paper and bool(paper)
+        mean_row.append(cell(
+            fmt(_mean(list(ours.values()))) if ours else DASH,
+            fmt(_mean(paper)) if full else None,
+        ) + f" over {len(ours)}")  # fmt: skip
+        fail_row.append(cell(
+            f"{sum(e > limit for e in ours.values())} of {len(ours)}",
+            str(sum(v > limit for v in paper)) if full else None,
+        ))  # fmt: skip
+    return [mean_row, fail_row]
+
+
+def _budget(by_model: Mapping) -> str:
+    """Seeds and epochs run, as ranges over the runs shown: the budget the numbers came from."""
+    runs = [r for per_task in by_model.values() for r in per_task.values()]
+
+    def span(key: str) -> str:
+        values = sorted({int(r.metrics[key]) for r in runs if isinstance(r.metrics.get(key), int)})
+        if not values:
+            return DASH
+        return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+    return f"Budget: seeds per run {span('seeds')}, epochs run {span('epochs_run')}."
 
 
 # --------------------------------------------------------------------------- accuracy tables

@@ -484,3 +484,23 @@ def test_entitynlm_tables_2_and_3_beside_the_paper(tmp_path, metrics, spec):
         "ours": 75.0, "paper": 74.23, "delta": None, "split": "test (40 slots)"}  # fmt: skip
     assert summary["5gram test perplexity"]["ours"] == 150.0
     assert summary["baseline on handmade test CoNLL F1 %"]["paper"] == 62.93
+
+
+def test_babi_dev_error_over_seeds_beside_the_paper(tmp_path, metrics, spec):
+    """Issue #15.4: per task, the seeds' dev error as mean ± sd (the test cells are one pick
+    on 10-question samples), with the mean over tasks, failed count and the budget."""
+    per_seed = {"1": {"dev_acc": 0.9}, "2": {"dev_acc": 0.97}, "3": {"dev_acc": 1.0}}
+    _put(metrics["mage"], _reader("ga", "qa1", "babi", 0.0, per_seed=per_seed, epochs_run=4))
+    _put(metrics["mage"], _reader("ga", "qa2", "babi", 0.0, per_seed={"1": {"dev_acc": 0.5}},
+                                  epochs_run=3))  # fmt: skip
+    text = _build(tmp_path, metrics)
+    section = text.split("Table 1, dev error over seeds (mean ± sd)", 1)[1].split("\n## ", 1)[0]
+    ga = _row(spec, "mage-babi", "ga")["values"]
+    # mean 4.3, population sd of (10, 3, 0) = 4.2; one seed: no sd
+    assert f"4.3 ± 4.2 ({ga['qa1']:.1f})" in _line(section, "| 1 (`qa1`)")
+    assert f"50.0 ({ga['qa2']:.1f})" in _line(section, "| 2 (`qa2`)")
+    mean = f"{(100 * 0.13 / 3 + 50) / 2:.1f} ({(ga['qa1'] + ga['qa2']) / 2:.1f}) over 2"
+    assert mean in _line(section, "| Mean over the tasks measured")
+    paper_failed = sum(ga[t] > 5 for t in ("qa1", "qa2"))
+    assert f"1 of 2 ({paper_failed})" in _line(section, "| Failed tasks (paper)")
+    assert "Budget: seeds per run 3, epochs run 3–4." in section

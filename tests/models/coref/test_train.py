@@ -263,35 +263,41 @@ def test_model_annotator_plug_in(trained, splits):
         )
 
 
-def test_flow_logs_the_learning_curve_and_writes_metrics(splits, tmp_path, monkeypatch):
+def run_flow(monkeypatch, tmp_path, docs, settings: dict, encoder: str):
+    """flows.train_coref --encoder <encoder> under `settings` (params.yaml train_coref) on
+    `docs`, with an MLflow store, artifacts and metrics in tmp_path; returns the store's client."""
     import mlflow
 
     import flows.train_coref as flow
     from models.coref import train as stage
 
-    docs, _ = splits
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
     monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
+    parsed = stage.parse_settings(stage.TrainCorefSettings, settings, "train_coref")
+    monkeypatch.setattr(stage, "settings", lambda: parsed)
+    monkeypatch.setattr(flow, "load_splits", lambda corpora, drop_singletons: docs)
+    monkeypatch.setattr(stage, "artifact_dir", lambda e, s: tmp_path / "artifacts" / e / f"seed{s}")
+    monkeypatch.setattr(stage, "metrics_path", lambda e: tmp_path / "metrics" / f"{e}.json")
+    flow.main(["--encoder", encoder])
+    return mlflow.tracking.MlflowClient(uri)
+
+
+def test_flow_logs_the_learning_curve_and_writes_metrics(splits, tmp_path, monkeypatch):
+    docs, _ = splits
     settings = {
         "corpora": ["handmade"],
         "seeds": [3],
         "model": TINY,
         "train": {**FAST, "epochs": 2},
     }
-    parsed = stage.parse_settings(stage.TrainCorefSettings, settings, "train_coref")
-    monkeypatch.setattr(stage, "settings", lambda: parsed)
-    monkeypatch.setattr(flow, "load_splits", lambda corpora, drop_singletons: docs)
-    monkeypatch.setattr(stage, "artifact_dir", lambda e, s: tmp_path / "artifacts" / e / f"seed{s}")
-    monkeypatch.setattr(stage, "metrics_path", lambda e: tmp_path / "metrics" / f"{e}.json")
-    flow.main(["--encoder", "asl"])
+    client = run_flow(monkeypatch, tmp_path, docs, settings, "asl")
     summary = json.loads((tmp_path / "metrics" / "asl.json").read_text())
     assert summary["encoder"] == "asl" and summary["selected_seed"] == 3
     assert summary["dataset"] == "handmade" and summary["embeddings"] == "random"
     assert (tmp_path / "artifacts" / "asl" / "seed3" / BEST).exists()
-    client = mlflow.tracking.MlflowClient(uri)
     exp = client.get_experiment_by_name("train_coref")
     (run,) = client.search_runs([exp.experiment_id])
     assert run.info.run_name == "train_coref@asl/seed3"
