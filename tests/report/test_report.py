@@ -504,3 +504,15 @@ def test_babi_dev_error_over_seeds_beside_the_paper(tmp_path, metrics, spec):
     paper_failed = sum(ga[t] > 5 for t in ("qa1", "qa2"))
     assert f"1 of 2 ({paper_failed})" in _line(section, "| Failed tasks (paper)")
     assert "Budget: seeds per run 3, epochs run 3–4." in section
+
+
+def test_babi_failed_count_is_not_fooled_by_float_sums(tmp_path, metrics, spec):
+    """A task whose seeds err 4, 5 and 6 % on dev averages exactly the 5 % threshold, which is
+    not failed (the paper: failed = error above 5 %); summed in floats it is 5.000000000000001."""
+    per_seed = {"1": {"dev_acc": 0.96}, "2": {"dev_acc": 0.95}, "3": {"dev_acc": 0.94}}
+    assert 100 * sum(1 - v["dev_acc"] for v in per_seed.values()) / 3 > 5  # the float trap
+    _put(metrics["mage"], _reader("ga", "qa13", "babi", 0.0, per_seed=per_seed, epochs_run=3))
+    text = _build(tmp_path, metrics)
+    section = text.split("Table 1, dev error over seeds (mean ± sd)", 1)[1].split("\n## ", 1)[0]
+    assert "5.0 ± 0.8" in _line(section, "| 13 (`qa13`)")
+    assert "0 of 1 (" in _line(section, "| Failed tasks (paper)")
