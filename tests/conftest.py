@@ -14,7 +14,25 @@ from pathlib import Path
 
 import pytest
 
+# the numeric path every stage runs on (tasks/core/numerics.py), set before torch/numpy load,
+# so what a test computes in this process matches what a stage computes
+from tasks.core.numerics import PINNED, pin  # noqa: E402
+
+pin()
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# what another host's shell or CPU could pick: each library's oldest kernels, more threads.
+# A stage process must compute the same bits under it (tasks/core/numerics.py pins them).
+OLDEST_KERNELS = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "MKL_CBWR": "AUTO",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+    "OPENBLAS_CORETYPE": "Prescott",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    "NUMBA_CPU_NAME": "generic",
+    "OMP_NUM_THREADS": "3",
+}
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "data"
 
 
@@ -71,9 +89,11 @@ def copy_checkout(dest: Path) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("PREFECT_API", "MLFLOW_", "COREFREPRO_", "DVC_"))
+        and k not in PINNED  # this process's own pin: the clone's stages must set it themselves
     }
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["COREFREPRO_ORCHESTRATION"] = "local"
+    env.update(OLDEST_KERNELS)  # a clone must reproduce dvc.lock whatever the shell sets
     for args in (
         ["git", "init", "-q"],
         ["git", "add", "-A"],

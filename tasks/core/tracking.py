@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.core import numerics
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.settings import ConfigError, key_path, parse_settings
 
@@ -301,6 +302,7 @@ def _run_name_tags(stage, item, dataset, seed, tags) -> tuple[str, dict[str, str
         "dvc_lock_hash": stage_lock_hash(dvc_stage),
         "corefrepro.pid": str(os.getpid()),
         "corefrepro.host": socket.gethostname(),
+        "numerics": numerics.describe(),  # portable (pinned kernels) or native
         **(tags or {}),
     }
     return run_name, all_tags

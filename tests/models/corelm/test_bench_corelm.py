@@ -58,7 +58,8 @@ def _steps(backbone, cached: bool, gating: bool):
         from models.corelm.model import causal_lm_loss
 
         loss, _ = causal_lm_loss(logits, batch["labels"])
-        _optimizer_step(loss, opt, None, scaler, params, CoreLMTrain().clip)
+        scaler.scale(loss).backward()
+        _optimizer_step(opt, None, scaler, params, CoreLMTrain().clip, recipe=None)
 
     return step
 
