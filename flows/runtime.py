@@ -13,6 +13,7 @@ per process on this class of machine, which dominates small DVC stages. So:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
@@ -20,7 +21,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
@@ -315,17 +316,22 @@ class StageFlow:
         spec = self.runner if isinstance(self.runner, Runner) else self.runner(*args, **kwargs)
         token = CURRENT_RUNNER.set(spec)
         try:
-            if not orchestrated():
-                return self.fn(*args, **kwargs)
-            return self._run_prefect(spec, *args, **kwargs)
+            with one_at_a_time(self._item_name(*args, **kwargs)):
+                if not orchestrated():
+                    return self.fn(*args, **kwargs)
+                return self._run_prefect(spec, *args, **kwargs)
         finally:
             CURRENT_RUNNER.reset(token)
 
     def run_name(self, *args: Any, **kwargs: Any) -> str:
         """The flow run's name: the DVC stage that runs it (DVC sets DVC_STAGE for every stage
         command, e.g. annotate@gum-gold), else the flow and its arguments (annotate@gum-gold)."""
-        if os.environ.get("DVC_STAGE"):
-            return os.environ["DVC_STAGE"]
+        return os.environ.get("DVC_STAGE") or self._item_name(*args, **kwargs)
+
+    def _item_name(self, *args: Any, **kwargs: Any) -> str:
+        """The flow and its string arguments (annotate@gum-gold): what two runs share when
+        they write the same outputs."""
+
         parts = []
         for value in (*args, *kwargs.values()):
             if isinstance(value, str):
@@ -407,6 +413,32 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter:
         if TaskRunContext.get() or FlowRunContext.get():
             return get_run_logger()
     return log
+
+
+@contextlib.contextmanager
+def one_at_a_time(item: str) -> Iterator[None]:
+    """Hold the lock of one stage item (data/.tmp/locks/<item>.lock) while it runs: a second
+    process of the same item (two `flows.annotate --run x` at once) says so in one line and
+    waits, instead of removing or reading the first one's half-made files. Locks of other
+    items, and of other stages, do not wait for each other."""
+    from filelock import FileLock, Timeout
+
+    from tasks.core.config import resolve_path
+    from tasks.core.layout import temp_dir
+
+    folder = temp_dir(resolve_path("data")) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(folder / f"{item.replace(os.sep, '_')}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.info("%s: another process is running it (lock %s); waiting for it to finish",
+                 item, lock.lock_file)  # fmt: skip
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def flow(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

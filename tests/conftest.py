@@ -197,13 +197,17 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True, scope="session")
 def _write_roots(tmp_path_factory):
-    """Tests write their tables under pytest's temporary folders: allow that root (the
-    storage layer refuses any target outside the repository's data roots otherwise).
+    """Tests write their tables and checkpoints under pytest's temporary folders: allow that
+    root for writes and for reading checkpoints (the storage layer refuses any target outside
+    the repository's data roots, and a checkpoint outside artifacts/, otherwise).
     Session-scoped so that module- and session-scoped fixtures get it too."""
-    old = os.environ.get("COREFREPRO_WRITE_ROOTS")
-    os.environ["COREFREPRO_WRITE_ROOTS"] = str(tmp_path_factory.getbasetemp())
+    names = ("COREFREPRO_WRITE_ROOTS", "COREFREPRO_CHECKPOINT_ROOTS")
+    old = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ[name] = str(tmp_path_factory.getbasetemp())
     yield
-    if old is None:
-        os.environ.pop("COREFREPRO_WRITE_ROOTS", None)
-    else:
-        os.environ["COREFREPRO_WRITE_ROOTS"] = old
+    for name, value in old.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -43,7 +43,7 @@ from models.coref.model import CorefModel, CorefOutput
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import Progress
 from tasks.core.schema import KBEST, KBEST_SCHEMA
-from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
 
 log = logging.getLogger("corefrepro.kbest")
 
@@ -201,17 +201,18 @@ class KbestSettings:
     corpora: list[Name] = field(default_factory=list)
     encoder: str = "asl"
     seed: int = 1
-    k: int = 100  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
+    k: int = bounded(100, ge=1)  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
     splits: list[Literal["train", "dev", "test"]] | None = None  # None: every document
     device: Literal["cpu", "cuda", "auto"] = "cpu"
-    threads: int | None = 1  # torch intra-op threads (None: torch's default); last bits vary
-    encode_window: int = 64  # sentences per encoder window (memory only)
-    pair_chunk: int = 256  # spans per antecedent-scoring chunk (memory only)
-    log_every_s: float = 30.0  # in logs, a progress line (rate, ETA) every N seconds
+    threads: int | None = bounded(
+        1, ge=1
+    )  # torch intra-op threads (None: torch's default); last bits vary
+    encode_window: int = bounded(64, ge=1)  # sentences per encoder window (memory only)
+    pair_chunk: int = bounded(256, ge=1)  # spans per antecedent-scoring chunk (memory only)
+    log_every_s: float = bounded(30.0, ge=0)  # in logs, a progress line (rate, ETA) every N seconds
 
     def validate(self, path: str) -> None:
-        bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}" for k in ("k",)
-               if getattr(self, k) < 1]  # fmt: skip
+        bad = []
         if self.splits is not None and not self.splits:
             bad.append(f"{path}.splits: an empty list selects nothing (null = every document)")
         if bad:

@@ -49,6 +49,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from models.sequences import reverse_padded
+from tasks.core.settings import bounded
 
 ENCODERS = ("baseline", "lsl", "asl")
 DISTANCE_BUCKETS = 10  # 1, 2, 3, 4, 5-7, 8-15, 16-31, 32-63, 64+ (and 0, unused)
@@ -71,30 +72,36 @@ class CorefConfig:
     num_chars: int
     num_genres: int
     encoder: str = "baseline"
-    embedding_dim: int = 300  # GloVe 300d (Lee et al.); random initialisation otherwise
-    char_embedding_dim: int = 8
-    char_filters: int = 50  # per width
-    char_filter_widths: tuple[int, ...] = (3, 4, 5)
-    lstm_size: int = 200  # per direction (L&G §4.1: "200 output units")
-    ffnn_size: int = 150
-    ffnn_depth: int = 2
-    feature_size: int = 20
-    max_width: int = 10
-    top_span_ratio: float = 0.4
-    max_antecedents: int = 250
-    asl_mlp_size: int = 150  # L&G §4.1: "one hidden layer consisting of 150 hidden units"
+    embedding_dim: int = bounded(
+        300, ge=1
+    )  # GloVe 300d (Lee et al.); random initialisation otherwise
+    char_embedding_dim: int = bounded(8, ge=1)
+    char_filters: int = bounded(50, ge=1)  # per width
+    char_filter_widths: tuple[int, ...] = bounded((3, 4, 5), min_items=1)
+    lstm_size: int = bounded(200, ge=1)  # per direction (L&G §4.1: "200 output units")
+    ffnn_size: int = bounded(150, ge=1)
+    ffnn_depth: int = bounded(2, ge=1)
+    feature_size: int = bounded(20, ge=1)
+    max_width: int = bounded(10, ge=1)
+    top_span_ratio: float = bounded(0.4, gt=0, le=1)
+    max_antecedents: int = bounded(250, ge=1)
+    asl_mlp_size: int = bounded(
+        150, ge=1
+    )  # L&G §4.1: "one hidden layer consisting of 150 hidden units"
     asl_gate: str = "scalar"  # "scalar" (one g_t per word, Eq. 4 as printed) or "vector"
-    dropout: float = 0.2
-    lexical_dropout: float = 0.5
+    dropout: float = bounded(0.2, ge=0, lt=1)
+    lexical_dropout: float = bounded(0.5, ge=0, lt=1)
     use_speakers: bool = True
     use_genre: bool = True
     # Not in Lee et al. (0 = their loss): weight of an auxiliary binary cross-entropy of s_m
     # against "is a gold mention", summed over candidates (joint mention detection, Zhang et
     # al. 2018). On small corpora the antecedent loss alone can settle on pruning that keeps
     # no gold mention at all (every kept span then has only the dummy as gold, loss 0).
-    mention_loss_weight: float = 0.0
-    encode_window: int = 64  # sentences per encoder window (memory only; results identical)
-    pair_chunk: int = 256  # kept spans per chunk of antecedent scoring (memory only)
+    mention_loss_weight: float = bounded(0.0, ge=0)
+    encode_window: int = bounded(
+        64, ge=1
+    )  # sentences per encoder window (memory only; results identical)
+    pair_chunk: int = bounded(256, ge=1)  # kept spans per chunk of antecedent scoring (memory only)
 
     def __post_init__(self) -> None:
         if self.encoder not in ENCODERS:

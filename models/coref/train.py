@@ -61,7 +61,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import CheckpointMismatchError, jsonable, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
 from tasks.core.tracking import log_metrics, log_params, tracked_run, tracked_runs
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import (
@@ -88,7 +88,7 @@ class CorefEmbeddings:
 
     glove_path: str | None = None  # GloVe text file, a GloVe name (data.GLOVE_NAMES), or null
     freeze_embeddings: bool | None = None  # None: frozen with GloVe, trained when random
-    min_count: int = 1  # train-word frequency for the vocabulary
+    min_count: int = bounded(1, ge=1)  # train-word frequency for the vocabulary
 
 
 _VOCAB_FIELDS = ("vocab_size", "num_chars", "num_genres")
@@ -96,9 +96,10 @@ _VOCAB_FIELDS = ("vocab_size", "num_chars", "num_genres")
 # sizes, plus the embedding settings; parsed strictly (a typo is refused, with the key path)
 CorefModelSettings = make_dataclass(
     "CorefModelSettings",
-    [(f.name, f.type, field(default=f.default)) for f in fields(CorefConfig)
+    [(f.name, f.type, field(default=f.default, metadata=f.metadata)) for f in fields(CorefConfig)
      if f.name not in _VOCAB_FIELDS]
-    + [(f.name, f.type, field(default=f.default)) for f in fields(CorefEmbeddings)],
+    + [(f.name, f.type, field(default=f.default, metadata=f.metadata))
+       for f in fields(CorefEmbeddings)],
 )  # fmt: skip
 CorefModelSettings.__module__ = __name__  # its annotations resolve here (builtins only)
 EMBEDDING_DEFAULTS: dict[str, Any] = settings_to_dict(CorefEmbeddings())
@@ -113,15 +114,19 @@ class CorefTrain(LoopSettings):
 
     epochs: int = 20
     patience: int | None = None  # epochs without a better dev CoNLL F1 (None: never stop)
-    lr: float = 1e-3
-    decay_rate: float = 0.999  # learning rate x decay_rate every decay_frequency steps
-    decay_frequency: int = 100  # optimizer steps
+    lr: float = bounded(1e-3, gt=0)
+    decay_rate: float = bounded(
+        0.999, gt=0, le=1
+    )  # learning rate x decay_rate every decay_frequency steps
+    decay_frequency: int = bounded(100, ge=1)  # optimizer steps
     clip: float = 5.0  # max gradient norm
-    max_sentences: int = 40  # training crop (L&G §4.1)
+    max_sentences: int = bounded(40, ge=1)  # training crop (L&G §4.1)
     exclude_singletons: bool = True  # CoNLL-2012 scoring convention
     amp_dtype: Literal["bfloat16", "float16"] = "float16"
     resume: bool = True  # continue from <out_dir>/last.pt when its fingerprint matches
-    max_steps_per_epoch: int | None = None  # cap documents per epoch (quick runs); None = all
+    max_steps_per_epoch: int | None = bounded(
+        None, ge=1
+    )  # cap documents per epoch (quick runs); None = all
     # train the stage's seeds as one computation (models/coref/stacked.py); each seed's result
     # is the one it gets alone (to float tolerance), so this is a run-only setting
     seeds_stacked: bool = False
@@ -521,9 +526,9 @@ STAGE = "train_coref"
 class TrainCorefSettings:
     """params.yaml train_coref, checked whole before any training starts."""
 
-    corpora: list[Name] = field(default_factory=lambda: list(DEFAULT_CORPORA))
+    corpora: list[Name] = bounded(list(DEFAULT_CORPORA), min_items=1)
     drop_singletons: bool = True
-    seeds: list[int] = field(default_factory=lambda: [1])
+    seeds: list[int] = bounded([1], min_items=1)
     model: dict[str, Any] = field(default_factory=dict)  # CorefModelSettings keys
     encoders: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {"baseline": {}, "lsl": {}, "asl": {}}

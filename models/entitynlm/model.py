@@ -23,12 +23,23 @@ mentions; L ("remaining") counts the words left in the mention including this on
 A document may end inside a mention (remaining > 1 on its last word): the model is then the
 distribution of the first T words, which is what importance sampling (sampling.py) needs.
 
+LSTM scope (`lstm_scope`, default "sentence": the authors' code, jiyfeng/entitynlm entitynlm.h
+`EntityNLM::BuildGraph`). Every LSTM (EntityNLM, its proposal, the RNNLM) restarts from the
+zero state at each sentence, reading bos (their <s>) first (`run_lstm`); earlier sentences
+reach EntityNLM only through the entity memory and the context vector that a non-mention
+word's Eq. 6 adds (`word_channel`: their Tc * cont), and the RNNLM not at all (the "RNNLMs
+[that] only capture information within sentences", §6). Sentence boundaries are given (the
+documents' segmentation): unlike the authors' code, no </s> is predicted or counted, so the
+scored words are the same in both scopes and for the 5-gram. "document" runs each LSTM over
+the whole document and adds W_e e_current at every word (the earlier behaviour).
+
 Choices the paper leaves open (documented here, settings in EntityNLMConfig):
 - f(e) in Eq. 4: one-hot bucket of the word distance from the current word to the last
   mention word of e (buckets 1, 2, 3, 4, 5-7, 8-15, ..., 128+); f(new) = 0.
 - Eq. 7's noise (sigma = 0.01) is drawn in training only; evaluation uses the mean r_1/|r_1|,
   so log-probabilities are deterministic (the enumeration test and the reranker rely on it).
-- e_current before the first mention of a document is the zero vector.
+- e_current before the first mention of a document is the zero vector (document scope; the
+  sentence scope's context vector starts as a learned vector, the authors' p_cont).
 - The bilinear forms h^T W v are parameterised as (W h)^T v (nn.Linear without bias).
 - Word softmax: full softmax (the paper's class-factorised softmax only speeds it up).
 - Proposal: the paper's variant replaces h_{t-1} by h_t (the current word is read first) and
@@ -50,6 +61,7 @@ from torch import nn
 from models.entitynlm.data import Batch
 
 NEG = -1e9  # masked logits (finite: keeps 0 * masked out of NaN)
+LSTM_SCOPES = ("sentence", "document")
 
 
 @dataclass
@@ -63,6 +75,15 @@ class EntityNLMConfig:
     prior_sigma: float = 0.01  # Eq. 7
     proposal: bool = False  # Q(R, E, L | X) instead of P(X, R, E, L)
     bidirectional: bool = True  # proposal only: also read the words to the right
+    lstm_scope: str = "sentence"  # LSTM_SCOPES: restart the LSTM per sentence, or not
+
+    def __post_init__(self) -> None:
+        if self.lstm_scope not in LSTM_SCOPES:
+            raise ValueError(f"lstm_scope must be one of {LSTM_SCOPES}, not {self.lstm_scope!r}")
+
+    @property
+    def sentence(self) -> bool:
+        return self.lstm_scope == "sentence"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +117,64 @@ def distinct_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if not torch.equal(x[first][index], x):
         return order, order
     return first, index
+
+
+def sentences(sent_start: torch.Tensor | None, mask: torch.Tensor):
+    """The sentences of a batch: (seg B x T, the row of each word's sentence among the S
+    sentences of the batch, 0 on padding; pos B x T, the word's place in its sentence;
+    first B x T, the position of its sentence's first word; lengths S). sent_start None:
+    each document is one sentence."""
+    b, t_len = mask.shape
+    ar = torch.arange(t_len, device=mask.device)
+    starts = ar[None] == 0 if sent_start is None else sent_start | (ar[None] == 0)
+    starts = starts & mask
+    count = starts.sum(1)
+    offset = count.cumsum(0) - count
+    seg = starts.long().cumsum(1) - 1 + offset[:, None]
+    first = torch.where(starts, ar, 0).cummax(1).values if t_len else starts.long()
+    seg = torch.where(mask, seg, 0)
+    pos = torch.where(mask, ar - first, 0)
+    lengths = torch.bincount(seg[mask], minlength=int(count.sum()))
+    return seg, pos, first, lengths
+
+
+def run_lstm(lstm: nn.LSTM, emb, mask, sent_start, bos, sentence: bool, post=None):
+    """The LSTM over each document (sentence False) or restarted at every sentence, each
+    sentence its own sequence from the zero state (sentence True: the authors' code,
+    jiyfeng/entitynlm entitynlm.h `EntityNLM::BuildGraph` calls `builder.start_new_sequence()`
+    per sentence and util.cc `read_sentence` puts <s> first). bos (E) is read first when given.
+    Returns (before, after), B x T x H: the state before word t is read (with bos: after bos
+    and the words before t; without: the same as after) and after it; post (e.g. dropout)
+    applies once to the outputs, so both views share it."""
+    post = post or (lambda x: x)
+    b, t_len, dim = emb.shape
+    k = 0 if bos is None else 1
+    if not sentence:
+        seq = emb if bos is None else torch.cat([bos.to(emb.dtype).expand(b, 1, -1), emb], 1)
+        lengths = (mask.sum(1) + k).clamp(min=1).cpu()
+        out = post(_packed(lstm, seq, lengths))
+        return (out[:, :-1], out[:, 1:]) if k else (out, out)
+    seg, pos, _, lengths = sentences(sent_start, mask)
+    if lengths.numel() == 0:  # no words at all
+        zero = emb.new_zeros(b, t_len, lstm.hidden_size * (2 if lstm.bidirectional else 1))
+        return zero, zero
+    width = int(lengths.max()) + k
+    seq = emb.new_zeros(lengths.numel(), width, dim)
+    if k:
+        seq[:, 0] = bos.to(emb.dtype)
+    seq = seq.index_put((seg[mask], pos[mask] + k), emb[mask])
+    # a left-to-right LSTM's outputs at a sentence's words do not depend on the padding after
+    # them: unpacked is exact there, and on CPU several times faster than packed short rows
+    out = _packed(lstm, seq, (lengths + k).cpu()) if lstm.bidirectional else lstm(seq)[0]
+    out = post(out)
+    return out[seg, pos], out[seg, pos + k]
+
+
+def _packed(lstm, seq, lengths):
+    packed = nn.utils.rnn.pack_padded_sequence(seq, lengths, batch_first=True,
+                                               enforce_sorted=False)  # fmt: skip
+    out, _ = lstm(packed)
+    return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=seq.size(1))[0]
 
 
 class EntityNLM(nn.Module):
@@ -133,29 +212,25 @@ class EntityNLM(nn.Module):
         if not c.proposal:
             self.w_e = nn.Linear(h, h, bias=False)  # Eq. 6
             self.out = nn.Linear(h, c.vocab_size)  # Eq. 6 (full softmax)
+            if c.sentence:  # the context channel of non-mention words (`word_channel`)
+                self.w_c = nn.Linear(h, h, bias=False)  # the authors' Tc
+                self.cont = nn.Parameter(torch.randn(h) * 0.1)  # their p_cont
 
     # ------------------------------------------------------------------ states
 
-    def contexts(self, tokens: torch.Tensor, mask: torch.Tensor):
+    def contexts(self, tokens: torch.Tensor, mask: torch.Tensor, sent_start=None):
         """(pred, upd), B x T x H: the state that predicts the variables of word t (h_{t-1};
-        the proposal's h_t) and the one that updates its entity (h_t, Eq. 8)."""
+        the proposal's h_t) and the one that updates its entity (h_t, Eq. 8). The LSTM runs
+        over each document, or (lstm_scope sentence) restarts at every sentence (`run_lstm`)."""
         emb = self.drop(self.embed(tokens))
-        lengths = mask.sum(1).clamp(min=1).cpu()
+        sentence = self.config.sentence
         if self.config.proposal:
-            out = self._run_lstm(emb, lengths)
+            out, _ = run_lstm(self.lstm, emb, mask, sent_start, None, sentence)
             if self.merge is not None:
                 out = torch.tanh(self.merge(out))
             out = self.drop(out)
             return out, out
-        bos = self.bos.to(emb.dtype).expand(emb.size(0), 1, -1)
-        out = self.drop(self._run_lstm(torch.cat([bos, emb], 1), lengths + 1))
-        return out[:, :-1], out[:, 1:]
-
-    def _run_lstm(self, emb, lengths):
-        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True,
-                                                   enforce_sorted=False)  # fmt: skip
-        out, _ = self.lstm(packed)
-        return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=emb.size(1))[0]
+        return run_lstm(self.lstm, emb, mask, sent_start, self.bos, sentence, self.drop)
 
     # ------------------------------------------------------------------ entity memory
 
@@ -302,9 +377,36 @@ class EntityNLM(nn.Module):
         """log P(L_t = l | h, e_{E_t, t-1}) for l = 1..l_max (Eq. 5): ... x l_max."""
         return torch.log_softmax(self.w_length(torch.cat([hp, e_sel.to(hp.dtype)], -1)).float(), -1)
 
-    def word_log_probs(self, pred, e_cur, tokens) -> torch.Tensor:
-        """log P(X_t = x_t | h_{t-1}, e_current) (Eq. 6), full softmax: B x T."""
-        z = self.drop(pred + self.w_e(e_cur.to(pred.dtype)))
+    def word_channel(self, e_cur, upd, batch: Batch) -> torch.Tensor:
+        """What Eq. 6 adds to h_{t-1} (B x T x H). Document scope: W_e e_current at every word
+        (§2.2 step 3: a word outside mentions sees the most recent entity, zero before the
+        first). Sentence scope, the authors' code (jiyfeng/entitynlm entitynlm.h
+        `EntityNLM::BuildGraph`): a mention word `h_t + Te * entitylist[...]` (W_e e_{E_t,t-1}),
+        a non-mention word `h_t + Tc * cont` (W_c c_t) where cont is p_cont at the start of the
+        document, the entity just updated (`update_entity`: `cont = entitylist[...]`) after a
+        mention word of the same sentence, and the last LSTM state of the previous sentence
+        (`cont = h_t` at each sentence end) before one: the only ways, with the entity memory,
+        that earlier sentences reach a sentence."""
+        if not self.config.sentence:
+            return self.w_e(e_cur.to(upd.dtype))
+        is_m = batch.is_mention & batch.mask
+        _, _, first, _ = sentences(batch.sent_start, batch.mask)
+        ar = torch.arange(is_m.size(1), device=is_m.device)
+        recent = torch.where(is_m, ar, -1).cummax(1).values if is_m.size(1) else first
+        ctx = self.sentence_context(upd, first)
+        ctx = torch.where((recent >= first)[..., None], e_cur.to(upd.dtype), ctx)
+        return torch.where(is_m[..., None], self.w_e(e_cur.to(upd.dtype)), self.w_c(ctx))
+
+    def sentence_context(self, upd, first) -> torch.Tensor:
+        """The authors' cont before any mention of a word's sentence (B x T x H): the state
+        after the last word of the previous sentence, p_cont in the first sentence."""
+        prev = upd.gather(1, (first - 1).clamp(min=0)[..., None].expand(-1, -1, upd.size(-1)))
+        return torch.where((first > 0)[..., None], prev, self.cont.to(upd.dtype))
+
+    def word_log_probs(self, pred, channel, tokens) -> torch.Tensor:
+        """log P(X_t = x_t | h_{t-1}, e_current) (Eq. 6), full softmax: B x T; channel: the
+        `word_channel` vector added to h_{t-1}."""
+        z = self.drop(pred + channel.to(pred.dtype))
         if torch.is_grad_enabled():
             logits = self.out(z).float()
             return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
@@ -323,7 +425,9 @@ class EntityNLM(nn.Module):
         """Per word log-probabilities of each variable (0 where it is not chosen): R at
         decision points, E and L at mention starts, X at every word (generative only).
         contexts: precomputed `self.contexts(...)` (shared by the samples of a document)."""
-        pred, upd = contexts if contexts is not None else self.contexts(batch.tokens, batch.mask)
+        if contexts is None:
+            contexts = self.contexts(batch.tokens, batch.mask, batch.sent_start)
+        pred, upd = contexts
         dec = decision_points(batch)
         logp_r = self.r_log_probs(pred).gather(-1, batch.is_mention.long()[..., None])
         logp_e, e_sel, e_cur, _ = self._mention_scan(pred, upd, batch)
@@ -336,7 +440,10 @@ class EntityNLM(nn.Module):
             "l": torch.where(starts, logp_l, 0.0),
         }
         if not self.config.proposal:
-            out["x"] = torch.where(batch.mask, self.word_log_probs(pred, e_cur, batch.tokens), 0.0)
+            channel = self.word_channel(e_cur, upd, batch)
+            out["x"] = torch.where(
+                batch.mask, self.word_log_probs(pred, channel, batch.tokens), 0.0
+            )
         return out
 
     def log_joint(self, batch: Batch, contexts=None) -> torch.Tensor:
@@ -353,7 +460,7 @@ class EntityNLM(nn.Module):
         given, the gold annotation left of t as context), (t, log-probs over entities 0..n_t)
         where n_t = entities mentioned before t and index n_t is "new entity". The gold answer
         is batch.entity[doc, t] (== n_t for a new entity). Positions index the batch's words."""
-        pred, upd = self.contexts(batch.tokens, batch.mask)
+        pred, upd = self.contexts(batch.tokens, batch.mask, batch.sent_start)
         _, _, _, extra = self._mention_scan(pred, upd, batch)
         out: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(batch.tokens.size(0))]
         for b, j in torch.nonzero(extra["starts"]).tolist():
@@ -364,17 +471,21 @@ class EntityNLM(nn.Module):
     # ------------------------------------------------------------------ importance draws
 
     @torch.no_grad()
-    def walk_inputs(self, tokens, mask) -> tuple[tuple, tuple | None]:
+    def walk_inputs(self, tokens, mask, sent_start=None) -> tuple[tuple, tuple | None]:
         """What the draw-and-score walk (draws.py) reads of this model, per document: all that
         does not depend on the entity memory, computed once for the N draws, as contiguous
         numpy arrays. (memory, words): memory = (log P(R_t = r) B x T x 2 (Eq. 3), W_entity h
         B x T x H (Eq. 4), h_t and W_delta h_t B x T x H (Eq. 8), W_len[:, :H] h + b
         B x T x L_max and W_len[:, H:] L_max x H (Eq. 5), the distance weight of each
         distance 0..T (Eq. 4), the prior r_1/|r_1| (Eq. 7)); words (generative only, Eq. 6,
-        evaluation: no dropout) = (word ids, a_t[x_t], max a_t, logsumexp a_t, all B x T;
-        exp(a_t - max a_t) and g_t = W W_e h_t, B x T x V; W W_e prior, V) with
-        a_t = W h_{t-1} + b."""
-        pred, upd = self.contexts(tokens, mask)
+        evaluation: no dropout) = (word ids, a_t[x_t], max a_t, exp(a_t - max a_t) B x T x V,
+        g_t = W W_e h_t B x T x V, W W_e prior V, and for a word whose Eq. 6 vector does not
+        depend on the draw (no entity yet; in the sentence scope no mention yet in its
+        sentence: the context `sentence_context`) its log-probability parts b_t[x_t] and
+        logsumexp b_t, B x T; sentence scope only (else empty): gc_t = W W_c h_t B x T x V,
+        W W_c prior V and the sentence starts B x T) with a_t = W h_{t-1} + b and b_t = a_t
+        (document scope) or a_t + W W_c c_t (sentence scope)."""
+        pred, upd = self.contexts(tokens, mask, sent_start)
         h, t_len = pred.size(-1), tokens.size(1)
         bucket = distance_bucket(torch.arange(t_len + 1, device=tokens.device),
                                  self.config.distance_buckets)  # fmt: skip
@@ -394,14 +505,26 @@ class EntityNLM(nn.Module):
             return memory, None
         logits = self.out(pred).float()
         top = logits.amax(-1)
+        if self.config.sentence:
+            _, pos, first, _ = sentences(sent_start, mask)
+            context = self.w_c(self.sentence_context(upd, first))
+            fixed = logits + F.linear(context, self.out.weight).float()
+            extra = (F.linear(self.w_c(upd), self.out.weight).float(),
+                     F.linear(self.w_c(prior), self.out.weight).float(),
+                     (pos == 0) & mask)  # fmt: skip
+        else:
+            fixed = logits
+            extra = (torch.zeros(0, 0, 0), torch.zeros(0), torch.zeros_like(mask))
         words = (
             tokens,
             logits.gather(-1, tokens[..., None]).squeeze(-1).double(),
             top.double(),
-            logits.logsumexp(-1).double(),
             (logits - top[..., None]).exp_(),
             F.linear(self.w_e(upd), self.out.weight).float(),
             F.linear(self.w_e(prior), self.out.weight).float(),
+            fixed.gather(-1, tokens[..., None]).squeeze(-1).double(),
+            fixed.logsumexp(-1).double(),
+            *extra,
         )
         return memory, tuple(np.ascontiguousarray(x.cpu().numpy()) for x in words)
 
@@ -420,15 +543,12 @@ class RNNLM(nn.Module):
         self.out = nn.Linear(c.hidden_size, c.vocab_size)
 
     def token_log_probs(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """Words only; the LSTM over each document or restarted at every sentence (config
+        lstm_scope, `run_lstm`: then a sentence sees nothing of the earlier ones)."""
         emb = self.drop(self.embed(batch.tokens))
-        bos = self.bos.to(emb.dtype).expand(emb.size(0), 1, -1)
-        lengths = batch.mask.sum(1).clamp(min=1).cpu() + 1
-        packed = nn.utils.rnn.pack_padded_sequence(torch.cat([bos, emb], 1), lengths,
-                                                   batch_first=True, enforce_sorted=False)  # fmt: skip
-        out, _ = self.lstm(packed)
-        out = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
-                                               total_length=emb.size(1) + 1)[0]  # fmt: skip
-        logits = self.out(self.drop(out[:, :-1])).float()
+        before, _ = run_lstm(self.lstm, emb, batch.mask, batch.sent_start, self.bos,
+                             self.config.sentence)  # fmt: skip
+        logits = self.out(self.drop(before)).float()
         x = logits.log_softmax(-1).gather(-1, batch.tokens[..., None]).squeeze(-1)
         return {"x": torch.where(batch.mask, x, 0.0)}
 

@@ -1,10 +1,11 @@
 """The 5-gram baseline of Ji et al. 2017 Table 1 as the third item of stage `train_entitynlm`.
 
 It reads the very tokens the RNNLM and EntityNLM are scored on (`prepare_data`: §4
-preprocessing, the training split's vocabulary, `unk` elsewhere), ONE DOCUMENT = ONE SEQUENCE:
-the preprocessed documents keep no sentence boundaries, and the neural models condition on the
-whole document too. Perplexity counts the same tokens as the RNNLM's: every word, `</s>` NOT
-counted (the neural models have no end-of-document event); KenLM `query`'s own figure (with
+preprocessing, the training split's vocabulary, `unk` elsewhere), ONE DOCUMENT = ONE SEQUENCE
+(§4 drops the sentence-final punctuation; the neural models' default sentence scope is given
+the boundaries and restarts its LSTMs there, model.py, but predicts no </s> either).
+Perplexity counts the same tokens as the RNNLM's: every word, `</s>` NOT counted (the neural
+models have no end-of-document or end-of-sentence event); KenLM `query`'s own figure (with
 `</s>`) is kept beside it as `ppl_with_eos`.
 """
 

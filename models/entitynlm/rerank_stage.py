@@ -20,7 +20,8 @@ from models.entitynlm.apply import EntityNLMScorer, load_entitynlm
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import params, resolve_path
-from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.layout import check_checkpoint_path
+from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.evaluation.significance import TRIALS
 from tasks.training.loop import torch_threads
 
@@ -33,10 +34,14 @@ class RerankSettings:
     """params.yaml rerank_entitynlm."""
 
     checkpoint: str = "artifacts/train_entitynlm/entitynlm/seed1/best.pt"
-    batch: int = 32  # candidate trees per forward pass (they share one document's LSTM states)
-    trials: int = TRIALS  # approximate randomization shuffles
+    batch: int = bounded(32, ge=1)  # candidate trees per forward pass (they share one
+    # document's LSTM states)
+    trials: int = bounded(TRIALS, ge=1)  # approximate randomization shuffles
     seed: int = 0  # approximate randomization seed
-    threads: int | None = 1
+    threads: int | None = bounded(1, ge=1)
+
+    def validate(self, path: str) -> None:
+        check_checkpoint_path(self.checkpoint, f"{path}.checkpoint")
 
 
 def settings() -> RerankSettings:

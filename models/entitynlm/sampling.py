@@ -36,7 +36,9 @@ def importance_log_marginal(
 ) -> torch.Tensor:
     """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q,
     each scored under the LM in the walk that draws it (draws.py)."""
-    _, logq, logp = draw(proposal, batch.tokens, batch.mask, n, generator, lm=lm)
+    _, logq, logp = draw(
+        proposal, batch.tokens, batch.mask, n, generator, lm=lm, sent_start=batch.sent_start
+    )
     weights = (logp - logq).view(-1, n)
     return torch.logsumexp(weights, 1) - math.log(n)
 

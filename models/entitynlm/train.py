@@ -5,7 +5,10 @@ Protocol (Ji et al. 2017, papers/000 §3, §5.1):
 - both models maximise the log-likelihood of the training documents (EntityNLM: Eq. 9, the joint
   of X, R, E, L; the proposal Q(R, E, L | X) is trained alongside on the same annotation, its
   negative log-likelihood added to the loss; RNNLM: the words), Adam with lr 1e-3 (one of the
-  paper's two optimizers), dropout, gradients clipped;
+  paper's two optimizers), dropout, gradients clipped. The proposal is a separate model in
+  the paper (§5.1 "Proposal distribution"): it has its own Adam parameter group and its own
+  gradient-norm clip (`train.clip_scope: per_model`), so its gradients never scale
+  EntityNLM's; `joint` is the earlier single clip over both;
 - model selection on DEV: EntityNLM by the joint perplexity 2^(-1/T sum log P(X, R, E, L)) (§5.1
   "Results"), the RNNLM by its perplexity;
 - with the best checkpoint: the RNNLM's exact perplexity on dev and test; EntityNLM's words-only
@@ -25,7 +28,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -46,7 +49,7 @@ from tasks.core.checkpoints import jsonable, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import Progress
-from tasks.core.settings import ConfigError, key_path, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, bounded, key_path, parse_settings, settings_to_dict
 from tasks.core.tracking import log_metrics, tracked_run
 from tasks.evaluation.ngram import NgramSettings
 from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
@@ -61,14 +64,18 @@ MODELS = ("entitynlm", "rnnlm")
 class ModelSettings:
     """params.yaml train_entitynlm.model: shared by EntityNLM, its proposal and the RNNLM."""
 
-    embed_dim: int = 32  # paper: grid over its §3 settings
-    hidden_size: int = 32
-    dropout: float = 0.2  # paper candidates {0.2, 0.5}
-    l_max: int = 25  # §2.1 (the view truncates longer mentions)
-    distance_buckets: int = 10
+    embed_dim: int = bounded(32, ge=1)  # paper: grid over its §3 settings
+    hidden_size: int = bounded(32, ge=1)
+    dropout: float = bounded(0.2, ge=0, lt=1)  # paper candidates {0.2, 0.5}
+    l_max: int = bounded(25, ge=1)  # §2.1 (the view truncates longer mentions)
+    distance_buckets: int = bounded(10, ge=1)
     proposal_bidirectional: bool = True  # False: the paper's left-to-right proposal
-    min_count: int = 2  # training-split frequency below which a word is `unk`
-    max_vocab: int | None = None  # paper: 10K (CoNLL)
+    # sentence: every LSTM (EntityNLM, proposal, RNNLM) restarts at each sentence, EntityNLM's
+    # non-mention words see the authors' context vector (model.py `word_channel`); document:
+    # one LSTM pass over the whole document (the earlier behaviour)
+    lstm_scope: Literal["sentence", "document"] = "sentence"
+    min_count: int = bounded(2, ge=1)  # training-split frequency below which a word is `unk`
+    max_vocab: int | None = bounded(None, ge=3)  # paper: 10K (CoNLL)
 
 
 @dataclass
@@ -77,28 +84,31 @@ class TrainSettings(LoopSettings):
 
     epochs: int = 3
     patience: int | None = None
-    lr: float = 1e-3
-    batch_tokens: int = 2048  # padded words per training batch
-    threads: int | None = 1
+    lr: float = bounded(1e-3, gt=0)
+    batch_tokens: int = bounded(2048, ge=1)  # padded words per training batch
+    threads: int | None = bounded(1, ge=1)
+    # per_model: EntityNLM and its proposal each clipped to `clip` (separate models, §5.1);
+    # joint: one norm over both (the earlier behaviour)
+    clip_scope: Literal["per_model", "joint"] = "per_model"
 
 
 @dataclass
 class EvalSettings:
     """params.yaml train_entitynlm.evaluation: importance sampling (§5.1)."""
 
-    samples: int = 100  # N draws per document (Eq. 11)
-    sampling_seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
-    batch_tokens: int = 1024  # words per sampling batch before the N-fold expansion
+    samples: int = bounded(100, ge=1)  # N draws per document (Eq. 11)
+    sampling_seeds: list[int] = bounded([1, 2, 3, 4, 5], min_items=1)
+    batch_tokens: int = bounded(1024, ge=1)  # words per sampling batch before the N-fold expansion
 
 
 @dataclass
 class TrainEntityNLMSettings:
     """params.yaml train_entitynlm, checked whole before any training starts."""
 
-    runs: list[str] = field(default_factory=lambda: ["synthetic-gold", "handmade-gold"])
+    runs: list[str] = bounded(["synthetic-gold", "handmade-gold"], min_items=1)
     max_documents: dict[str, int | None] = field(default_factory=dict)  # per split; None = all
     drop_singletons: bool = True  # §4: entities with one mention are not mentions
-    seeds: list[int] = field(default_factory=lambda: [1])
+    seeds: list[int] = bounded([1], min_items=1)
     model: ModelSettings = field(default_factory=ModelSettings)
     train: TrainSettings = field(default_factory=TrainSettings)
     evaluation: EvalSettings = field(default_factory=EvalSettings)
@@ -108,8 +118,6 @@ class TrainEntityNLMSettings:
         bad = sorted(set(self.max_documents) - {"train", "dev", "test"})
         if bad:
             raise ConfigError(f"{key_path(path, 'max_documents')}: unknown splits {bad}")
-        if not self.runs:
-            raise ConfigError(f"{key_path(path, 'runs')}: name at least one annotation run")
 
 
 def settings() -> TrainEntityNLMSettings:
@@ -141,7 +149,8 @@ def token_documents(split: str, cfg: TrainEntityNLMSettings | None = None) -> li
 def model_config(mcfg: ModelSettings, vocab: Vocab) -> EntityNLMConfig:
     return EntityNLMConfig(vocab_size=len(vocab), embed_dim=mcfg.embed_dim,
                            hidden_size=mcfg.hidden_size, l_max=mcfg.l_max, dropout=mcfg.dropout,
-                           distance_buckets=mcfg.distance_buckets)  # fmt: skip
+                           distance_buckets=mcfg.distance_buckets,
+                           lstm_scope=mcfg.lstm_scope)  # fmt: skip
 
 
 def build_model(kind: str, mcfg: ModelSettings, vocab: Vocab) -> torch.nn.Module:
@@ -157,7 +166,8 @@ def documents_fingerprint(splits: Mapping[str, Sequence[Document]]) -> str:
     digest = hashlib.sha256()
     for split in sorted(splits):
         for d in splits[split]:
-            digest.update(json.dumps([split, d.doc_id, d.tokens, d.entity, d.remaining]).encode())
+            digest.update(json.dumps([split, d.doc_id, d.tokens, d.entity, d.remaining,
+                                      d.sentence_starts]).encode())  # fmt: skip
     return digest.hexdigest()
 
 
@@ -171,8 +181,27 @@ class LMRecipe:
         self.rng = random.Random(tcfg.seed)
         self.log_keys = ("joint_ppl", "proposal_ppl") if kind == "entitynlm" else ("ppl",)
 
+    def parts(self) -> list[torch.nn.Module]:
+        """The separately optimised models: EntityNLM and its proposal, or the RNNLM."""
+        if self.kind == "entitynlm":
+            return [self.model.lm, self.model.proposal]
+        return [self.model]
+
     def optimizer(self):
-        return torch.optim.Adam(self.model.parameters(), lr=self.tcfg.lr), None
+        """Adam with one parameter group per model (`parts`). torch's Adam keeps its moments
+        and step count per tensor, so each group's state is that model's own: the same
+        updates as one Adam per model, in the one optimizer object the loop steps."""
+        groups = [{"params": list(m.parameters())} for m in self.parts()]
+        return torch.optim.Adam(groups, lr=self.tcfg.lr), None
+
+    def clip_gradients(self, clip: float) -> None:
+        """The loop's clip (tasks/training/loop.py): each model's gradient norm to `clip`
+        (clip_scope per_model), or one norm over all of them (joint)."""
+        if self.tcfg.clip_scope == "joint":
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+            return
+        for part in self.parts():
+            torch.nn.utils.clip_grad_norm_(part.parameters(), clip)
 
     def batches(self, epoch: int) -> Iterator[Batch]:
         groups = token_batches(self.splits["train"], self.tcfg.batch_tokens)
@@ -189,7 +218,7 @@ class LMRecipe:
         if self.kind == "rnnlm":
             nll = -self.model.log_words(batch).sum()
             return StepOutput(nll / tokens, {"loss_sum": float(nll.detach()), "loss_n": tokens})
-        pred, upd = self.model.lm.contexts(batch.tokens, batch.mask)
+        pred, upd = self.model.lm.contexts(batch.tokens, batch.mask, batch.sent_start)
         nll = -self.model.lm.log_joint(batch, contexts=(pred, upd)).sum()  # Eq. 9
         q_nll = -self.model.proposal.log_joint(batch).sum()
         stats = {"loss_sum": float(nll.detach()), "loss_n": tokens,

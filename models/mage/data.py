@@ -75,7 +75,7 @@ from models.mage.readers import collate_graphs, segment_spans
 from tasks.core import storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import GRAPHS, SPLITS
-from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.corpora.base import carve_dev
 
 PAD, UNK = "<pad>", "<unk>"
@@ -90,13 +90,15 @@ ANSWER_CANDIDATES = ("train_answers", "document")
 class ReaderDataSettings:
     """How a graph table becomes reader examples (train_mage.train / task_settings keys)."""
 
-    min_count: int = 1
+    min_count: int = bounded(1, ge=1)
     output: Literal["auto", "classify", "attention_sum"] = "auto"
     answer_candidates: Literal["train_answers", "document"] = "train_answers"
     restrict_to_candidates: bool = True
-    max_context_sentences: int | None = None
+    max_context_sentences: int | None = bounded(None, ge=1)
     edge_types: list[str] | None = None
-    train_from_dev: float | None = None  # fraction of dev documents carved into train
+    train_from_dev: float | None = bounded(
+        None, gt=0, lt=1
+    )  # fraction of dev documents carved into train
     train_from_dev_seed: int = 13
 
 
@@ -479,10 +481,8 @@ def carve_train_from_dev(
     """Move settings['train_from_dev'] of the dev documents to train, in place (module
     docstring); returns split_notes ({} when the setting is off)."""
     fraction = settings["train_from_dev"]
-    if fraction is None:
+    if fraction is None:  # a fraction in (0, 1): ReaderDataSettings' bounds
         return {}
-    if not isinstance(fraction, int | float) or not 0 < fraction < 1:
-        raise ReaderDataError(f"train_from_dev must be a fraction in (0, 1), not {fraction!r}")
     n_train = sum(r["split"] == "train" for r in rows)
     if n_train:
         raise ReaderDataError(

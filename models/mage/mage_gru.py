@@ -45,6 +45,21 @@ Variants (Table 1):
   are combined into one vector and fed as the recurrent state. Shuai et al. sum the
   predecessors (h = f(U x + sum_j W h_j + b)) in a plain RNN; inside a GRU's interpolation a sum
   would grow the state at every merge, so we average them (the same at single predecessors).
+
+Incoming edges (edge_combine, mode "split" only):
+- "concat" (default): g_t = g^{e_1}_t || ... || g^{e_|E|}_t, Eq. 4 -- the paper's update (Eq. 2
+  sums U^{e,e'} h^{e'}_{t'} over ALL incoming edges, unweighted; §5 leaves "an attention
+  mechanism over the edge types" to future work).
+- "attention": the released code's CorefGRU (bdhingra/coref-gru, lambada branch,
+  model/tflayers.py, CorefGRU._attention and _hid_prev; its `concat` flag, the unweighted form,
+  is marked "(Deprecated)" there): each present incoming edge gets a score from the current
+  input and its edge type only, a_{t,e} = w_e . x_t (Watt, one row per relation, N(0, 0.1)
+  initial values, no bias), the scores are softmax-normalised over the edges present at t (all
+  types together), and each type's slice of g_t is scaled by its weight:
+  g_t = alpha_{t,e_1} g^{e_1}_t || ... || alpha_{t,e_|E|} g^{e_|E|}_t. The scaled g_t is the
+  recurrent input and the interpolation term (_gru_cell: ``h = (1.-z)*prev + z*ht`` with prev
+  the weighted memory). With one predecessor present its weight is 1: the update is Eq. 4's.
+  (The released `concat` divides by the number of present edges; Eq. 4, our "concat", does not.)
 """
 
 from __future__ import annotations
@@ -57,6 +72,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 MODES = ("split", "shared", "dagrnn")
+EDGE_COMBINES = ("concat", "attention")  # how incoming edges form g_t (module docstring)
 
 
 def split_sizes(hidden_size: int, coref_size: int, num_edge_types: int = 2) -> tuple[int, ...]:
@@ -83,7 +99,8 @@ class _ChainGRU(torch.autograd.Function):
     (computed outside, one matmul); weight_hh [3H, K], bias_hh [3H]; K = H (split, dagrnn) or
     |E| * H (shared).
     split:  read [T, B, H] long, the memory row each hidden dimension reads at step t
-            (0 = zero state, t' + 1 = output of step t'); mix unused.
+            (0 = zero state, t' + 1 = output of step t'); mix unused; scale [T, B, H] the
+            edge attention's weight of each dimension's edge type (empty: no attention).
     shared, dagrnn: read [T, B * E] long, flat rows (row * B + b) of the memory viewed as
             [(T + 1) * B, H], one per edge type; mix [T, B, E] the mean's weights
             (1 / number of present predecessors, 0 for absent ones).
@@ -96,13 +113,15 @@ class _ChainGRU(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, gates_x, weight_hh, bias_hh, read, mix, mode):
+    def forward(ctx, gates_x, weight_hh, bias_hh, read, mix, scale, mode):
         steps, batch, three_h = gates_x.shape
         h = three_h // 3
         memory = gates_x.new_zeros(steps + 1, batch, h)  # row 0: the zero state
         flat_memory = memory.view(-1, h)
         k = weight_hh.shape[-1]
         g_hh = gates_x.new_empty(steps, batch, k)  # recurrent input of each step
+        attend = scale.numel() > 0
+        g_raw = gates_x.new_empty(steps, batch, h) if attend else scale  # g_t before weighting
         # interpolation term; the same tensor as g_hh except in shared mode
         g_mix = g_hh if mode != "shared" else gates_x.new_empty(steps, batch, h)
         gh = gates_x.new_empty(steps, batch, three_h)  # U g + b_hh
@@ -111,7 +130,11 @@ class _ChainGRU(torch.autograd.Function):
         seeds = weight_hh.shape[0] if weight_hh.dim() == 3 else 0
         u_t = weight_hh.transpose(-1, -2)
         for t in range(steps):
-            if mode == "split":
+            if mode == "split" and attend:
+                # the edge attention: each type's slice weighted (module docstring)
+                torch.gather(memory, 0, read[t : t + 1], out=g_raw[t : t + 1])
+                torch.mul(g_raw[t], scale[t], out=g_hh[t])
+            elif mode == "split":
                 # Eq. 4: g_t = g^{e_1}_t || ... ; one gather over the memory's time axis
                 torch.gather(memory, 0, read[t : t + 1], out=g_hh[t : t + 1])
             else:
@@ -131,15 +154,17 @@ class _ChainGRU(torch.autograd.Function):
             # h_t = (1 - z) * n + z * g  =  n + z * (g - n), written into memory row t + 1
             torch.addcmul(n[t], rz[t, :, h:], g_mix[t] - n[t], out=memory[t + 1])
         ctx.mode = mode
-        ctx.save_for_backward(weight_hh, read, mix, g_hh, g_mix, gh, rz, n)
+        ctx.save_for_backward(weight_hh, read, mix, scale, g_raw, g_hh, g_mix, gh, rz, n)
         return memory[1:]
 
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, grad_out):
-        weight_hh, read, mix, g_hh, g_mix, gh, rz, n = ctx.saved_tensors
+        weight_hh, read, mix, scale, g_raw, g_hh, g_mix, gh, rz, n = ctx.saved_tensors
         mode = ctx.mode
+        attend = scale.numel() > 0
+        d_scale = torch.empty_like(scale) if attend else None
         steps, batch, h = n.shape
         seeds = weight_hh.shape[0] if weight_hh.dim() == 3 else 0
         r, z = rz[..., :h], rz[..., h:]
@@ -166,7 +191,10 @@ class _ChainGRU(torch.autograd.Function):
                 flat_grad_memory.index_add_(0, read[t], d_rows.view(-1, h))
                 continue
             d_g = _times(d_gh[t], weight_hh, seeds, dh * z[t])  # dh z + dgh U: d g_t
-            if mode == "split":
+            if mode == "split" and attend:  # g_t = raw * scale
+                torch.mul(d_g, g_raw[t], out=d_scale[t])
+                grad_memory.scatter_add_(0, read[t : t + 1], (d_g * scale[t]).unsqueeze(0))
+            elif mode == "split":
                 grad_memory.scatter_add_(0, read[t : t + 1], d_g.unsqueeze(0))
             else:  # dagrnn: g_t is the weighted mean of the rows read
                 d_rows = d_g.unsqueeze(1) * mix[t].unsqueeze(-1)
@@ -183,7 +211,7 @@ class _ChainGRU(torch.autograd.Function):
             d_weight_hh = d_gh.view(-1, 3 * h).t() @ g_hh.view(steps * batch, -1)
             d_bias_hh = d_gh.sum((0, 1))
         d_gates_x = torch.cat([d_gh[..., : 2 * h], d_n_pre], dim=-1)
-        return d_gates_x, d_weight_hh, d_bias_hh, None, None, None
+        return d_gates_x, d_weight_hh, d_bias_hh, None, None, d_scale, None
 
 
 def _recurrent(bias_hh: Tensor, g: Tensor, u_t: Tensor, out: Tensor, seeds: int) -> None:
@@ -224,7 +252,8 @@ class MAGEGRU(nn.Module):
     preds[b, e, t] is the index of token t's type-e predecessor (-1 = none); it must lie before
     t (after t when reverse=True, which processes the sequence from its end: the backward DAG).
     Predecessors that are padding (mask False) are ignored, and padding positions output zeros,
-    so right padding never changes the outputs of real tokens.
+    so right padding never changes the outputs of real tokens. edge_combine="attention" weighs
+    the incoming edges as the released CorefGRU does (module docstring; mode "split" only).
     """
 
     def __init__(
@@ -236,10 +265,18 @@ class MAGEGRU(nn.Module):
         edge_sizes: Sequence[int] | None = None,
         mode: str = "split",
         reverse: bool = False,
+        edge_combine: str = "concat",
     ) -> None:
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if edge_combine not in EDGE_COMBINES:
+            raise ValueError(f"edge_combine must be one of {EDGE_COMBINES}, not {edge_combine!r}")
+        if edge_combine == "attention" and mode != "split":
+            raise ValueError(
+                f"edge_combine='attention' weighs the per-type slices of g_t (mode 'split', as "
+                f"the released CorefGRU); mode {mode!r} has no such slices"
+            )
         if num_edge_types < 1:
             raise ValueError("at least one edge type is needed")
         if mode == "split":
@@ -266,12 +303,19 @@ class MAGEGRU(nn.Module):
         self.edge_sizes = edge_sizes
         self.mode = mode
         self.reverse = reverse
+        self.edge_combine = edge_combine
         recurrent_size = hidden_size * (num_edge_types if mode == "shared" else 1)
         # stacked W_{r,z,h} (Eq. 4) and U_{r,z,h}, laid out as torch.nn.GRU's weight_ih_l0 ...
         self.weight_ih = nn.Parameter(torch.empty(3 * hidden_size, input_size))
         self.weight_hh = nn.Parameter(torch.empty(3 * hidden_size, recurrent_size))
         self.bias_ih = nn.Parameter(torch.empty(3 * hidden_size))
         self.bias_hh = nn.Parameter(torch.empty(3 * hidden_size))
+        # Watt of the released CorefGRU: one score vector per edge type, over the input
+        self.weight_att = (
+            nn.Parameter(torch.empty(num_edge_types, input_size))
+            if edge_combine == "attention"
+            else None
+        )
         if mode == "split":
             # which edge type's predecessor each hidden dimension reads (Eq. 3's slices)
             dim_type = torch.repeat_interleave(
@@ -283,21 +327,37 @@ class MAGEGRU(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """torch.nn.GRU's initialization: U(-1/sqrt(H), 1/sqrt(H)) for every parameter."""
+        """torch.nn.GRU's initialization: U(-1/sqrt(H), 1/sqrt(H)) for the GRU's parameters;
+        the edge attention's N(0, 0.1), as the released CorefGRU's Watt (tflayers.py)."""
         bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
+        for p in (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh):
             nn.init.uniform_(p, -bound, bound)
+        if self.weight_att is not None:
+            nn.init.normal_(self.weight_att, 0.0, 0.1)
 
     def extra_repr(self) -> str:
         sizes = f", edge_sizes={self.edge_sizes}" if self.mode == "split" else ""
+        combine = ", edge_combine='attention'" if self.edge_combine == "attention" else ""
         return (
             f"{self.input_size}, {self.hidden_size}, num_edge_types={self.num_edge_types}"
-            f"{sizes}, mode={self.mode!r}, reverse={self.reverse}"
+            f"{sizes}, mode={self.mode!r}, reverse={self.reverse}{combine}"
         )
 
     def input_gates(self, x: Tensor) -> Tensor:
         """W x_t + b_ih for every step at once (Eq. 4's input terms): [B, T, 3H]."""
         return nn.functional.linear(x, self.weight_ih, self.bias_ih)
+
+    def edge_scores(self, x: Tensor) -> Tensor:
+        """The edge attention's score of each edge type at every step, w_e . x_t: [B, T, E]."""
+        return nn.functional.linear(x, self.weight_att)
+
+    def edge_weights(self, x: Tensor, present: Tensor) -> Tensor:
+        """alpha [B, E, T]: softmax of the scores over the edges present at t (tflayers.py
+        CorefGRU._attention), 0 for absent ones and where none is present."""
+        scores = self.edge_scores(x).transpose(1, 2)
+        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))  # not bf16
+        scores = scores.masked_fill(~present, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=1) * present
 
     def _processing_order(self, x: Tensor, preds: Tensor, mask: Tensor) -> tuple:
         """Flip the backward DAG into a forward one: position t -> T-1-t (§3.1: the backward
@@ -335,16 +395,20 @@ class MAGEGRU(nn.Module):
         # the recurrence runs in the parameters' precision (float32 under autocast: on CUDA the
         # Function's custom_fwd casts, on CPU this does), only the input projection in bf16/fp16
         gates_x = gates_x.to(self.weight_hh.dtype)
+        scale = gates_x.new_empty(0)
         if self.mode == "split":
             read = row[:, :, self.dim_type].contiguous()  # [T, B, H]
             mix = gates_x.new_empty(0)
+            if self.weight_att is not None:  # each dimension weighted by its type's alpha
+                alpha = self.edge_weights(x, present).to(gates_x.dtype)
+                scale = alpha[:, self.dim_type].permute(2, 0, 1).contiguous()  # [T, B, H]
         else:
             batch_index = torch.arange(batch, device=x.device).view(1, batch, 1)
             read = (row * batch + batch_index).reshape(steps, -1)  # [T, B * E]
             count = present.sum(1, keepdim=True).clamp(min=1)  # [B, 1, T]
             mix = (present / count).permute(2, 0, 1).to(gates_x.dtype)  # [T, B, E]
         out = _ChainGRU.apply(
-            gates_x.contiguous(), self.weight_hh, self.bias_hh, read, mix, self.mode
+            gates_x.contiguous(), self.weight_hh, self.bias_hh, read, mix, scale, self.mode
         )
         out = out.transpose(0, 1)
         if self.reverse:
@@ -369,9 +433,10 @@ class BiMAGEGRU(nn.Module):
         *,
         edge_sizes: Sequence[int] | None = None,
         mode: str = "split",
+        edge_combine: str = "concat",
     ) -> None:
         super().__init__()
-        kwargs = dict(edge_sizes=edge_sizes, mode=mode)
+        kwargs = dict(edge_sizes=edge_sizes, mode=mode, edge_combine=edge_combine)
         self.forward_rnn = MAGEGRU(input_size, hidden_size, num_edge_types, **kwargs)
         self.backward_rnn = MAGEGRU(input_size, hidden_size, num_edge_types, reverse=True, **kwargs)
         self.hidden_size = hidden_size

@@ -23,6 +23,18 @@ Options shared by both, one per row of Tables 1-5:
 - one_hot_coref: "we append a one-hot vector o_t in {0,1}^M to the input of the GRU x_t
   indicating which coreference chain, if any, that token is a part of" (§4.1, after Wang et
   al. 2017): the "+ one-hot" baseline. Chain ids are per item, dense from 0 (collate_graphs).
+- edge_combine: "concat" (Eq. 4) or "attention" over the incoming edge types, as the released
+  CorefGRU (models/mage/mage_gru.py, module docstring); MAGE encoders, mage_mode "split".
+
+Choices the paper leaves open, each with the released code's reading as an option
+(bdhingra/coref-gru, lambada branch; the "authors" recipe of models/mage/train.py sets all):
+- init: "torch" (nn.GRU / nn.Embedding / nn.Linear defaults) or "glorot" (glorot_init_).
+- dropout_at: "all" (the embeddings, the bi-GRU reader's document encoding, the GA reader's
+  gated layer inputs) or "between_layers" (only the gated layer inputs: model/GA.py applies
+  tf.nn.dropout only inside ``if i<K-1``, so a one-layer reader has none).
+- attention_sum: "document" (Eq. 5's softmax over every document position, the paper and
+  Kadlec et al.) or "candidates" (renormalised over the positions holding a candidate:
+  model/GA.py ``probm = probs*self.cmask + EPS; probm = probm/tf.reduce_sum(probm, ...)``).
 
 The batch (collate_graphs builds it from numericalized GRAPHS rows), B items, T tokens:
     tokens        [B, T] long   token ids of the concatenated sequence, padding_idx after it
@@ -53,6 +65,7 @@ their negative log-likelihood at "answer", predict() their argmax.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,11 +73,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.mage.mage_gru import MODES, BiMAGEGRU, split_sizes
+from models.mage.mage_gru import EDGE_COMBINES, MAGEGRU, MODES, BiMAGEGRU, split_sizes
 from models.sequences import reverse_padded
 
 ENCODERS = ("gru", "mage")
 OUTPUTS = ("attention_sum", "classify")
+INITS = ("torch", "glorot")
+DROPOUT_AT = ("all", "between_layers")
+ATTENTION_SUMS = ("document", "candidates")
 # log-probability floor for candidates that never occur in the document (attention sum)
 _TINY = 1e-12
 
@@ -229,6 +245,36 @@ def query_vector(query: Tensor, query_mask: Tensor, position: Tensor | None = No
     return torch.where((position >= 0).unsqueeze(-1), at, ends)
 
 
+def _glorot_(weight: Tensor, fan_in: int, fan_out: int) -> None:
+    nn.init.normal_(weight, 0.0, math.sqrt(6.0 / (fan_in + fan_out)))
+
+
+@torch.no_grad()
+def glorot_init_(model: nn.Module) -> None:
+    """The released code's initial values: every weight matrix N(0, sd) with sd = sqrt(6 /
+    (fan_in + fan_out)), one matrix per gate, every bias zero (bdhingra/coref-gru lambada,
+    model/tflayers.py: glorot() and CorefGRU's _gate_params, ``tf.random_normal(...,
+    stddev=glorot(...))`` and ``tf.zeros`` biases; model/GA.py: the embeddings Wemb likewise,
+    glorot(vocab_size, embed_dim), where no GloVe vectors are given). The padding embedding
+    stays zero; MAGE's edge attention keeps its own N(0, 0.1) (tflayers.py Watt)."""
+    for m in model.modules():
+        if isinstance(m, nn.Embedding):
+            _glorot_(m.weight, *m.weight.shape)
+            if m.padding_idx is not None:
+                m.weight[m.padding_idx].zero_()
+        elif isinstance(m, nn.Linear):
+            _glorot_(m.weight, m.in_features, m.out_features)
+            if m.bias is not None:
+                m.bias.zero_()
+        elif isinstance(m, nn.GRU | MAGEGRU):
+            for name, p in m.named_parameters():
+                if name.startswith("weight_i") or name.startswith("weight_h"):
+                    for gate in p.chunk(3):  # [H, fan_in] per gate (r, z, n)
+                        _glorot_(gate, gate.shape[1], gate.shape[0])
+                elif name.startswith("bias"):
+                    p.zero_()
+
+
 # --------------------------------------------------------------------------- readers
 
 
@@ -251,10 +297,19 @@ class _Reader(nn.Module):
         num_classes: int | None = None,
         dropout: float = 0.0,
         padding_idx: int = 0,
+        edge_combine: str = "concat",
+        init: str = "torch",
+        dropout_at: str = "all",
+        attention_sum: str = "document",
     ) -> None:
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, not {encoder!r}")
+        for name, value, allowed in (("edge_combine", edge_combine, EDGE_COMBINES),
+                                     ("init", init, INITS), ("dropout_at", dropout_at, DROPOUT_AT),
+                                     ("attention_sum", attention_sum, ATTENTION_SUMS)):  # fmt: skip
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {value!r}")
         if mage_mode not in MODES:
             raise ValueError(f"mage_mode must be one of {MODES}, not {mage_mode!r}")
         if output not in OUTPUTS:
@@ -275,6 +330,10 @@ class _Reader(nn.Module):
         self.one_hot_coref = one_hot_coref
         self.max_chains = max_chains if one_hot_coref else 0
         self.output = output
+        self.edge_combine = edge_combine
+        self.init = init
+        self.dropout_at = dropout_at
+        self.attention_sum = attention_sum
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
         self.input_size = embed_dim + self.max_chains
         self.dropout = nn.Dropout(dropout)
@@ -288,7 +347,18 @@ class _Reader(nn.Module):
             self.num_edge_types,
             edge_sizes=self.edge_sizes,
             mode=self.mage_mode,
+            edge_combine=self.edge_combine,
         )
+
+    def _initialize(self) -> None:
+        """After the subclass built its encoders: the released code's values where init is
+        "glorot" (glorot_init_), else the modules' own."""
+        if self.init == "glorot":
+            glorot_init_(self)
+
+    def _drop(self, x: Tensor) -> Tensor:
+        """Dropout outside the gated layer inputs (dropout_at "all" only)."""
+        return self.dropout(x) if self.dropout_at == "all" else x
 
     def embed(self, batch: Mapping[str, Tensor]) -> Tensor:
         """x_t, with the one-hot chain o_t appended for the "+ one-hot" baseline (§4.1)."""
@@ -302,7 +372,7 @@ class _Reader(nn.Module):
                 )
             onehot = F.one_hot((chain + 1).clamp(min=0), self.max_chains + 1)[..., 1:]
             x = torch.cat([x, onehot.to(x.dtype)], dim=-1)
-        return self.dropout(x)
+        return self._drop(x)
 
     def answer(
         self,
@@ -314,15 +384,23 @@ class _Reader(nn.Module):
     ) -> Tensor:
         """Eq. 5 attention, then attention sum (Kadlec et al. 2016) or Eq. 6; log-probs."""
         # Eq. 5: alpha = softmax(h_q^T H^d) over the document's tokens
-        alpha = masked_softmax(torch.einsum("bld,bd->bl", doc, query), doc_mask)
+        scores = torch.einsum("bld,bd->bl", doc, query)
         if self.output == "attention_sum":
             candidates = batch["candidates"]
-            # P(w) = sum over the positions i where w occurs in d of alpha_i
             occurs = (doc_tokens.unsqueeze(1) == candidates.unsqueeze(2)) & doc_mask.unsqueeze(1)
+            support = doc_mask
+            if self.attention_sum == "candidates":
+                # the softmax renormalised over candidate positions (module docstring); an
+                # item with no candidate in its document keeps the document's
+                at_candidate = (occurs & batch["candidate_mask"].unsqueeze(2)).any(1)
+                support = torch.where(at_candidate.any(1, keepdim=True), at_candidate, doc_mask)
+            alpha = masked_softmax(scores, support)
+            # P(w) = sum over the positions i where w occurs in d of alpha_i
             prob = torch.einsum("bcl,bl->bc", occurs.to(alpha.dtype), alpha)
             log_prob = prob.clamp(min=_TINY).log()
             return log_prob.masked_fill(~batch["candidate_mask"], float("-inf"))
         # Eq. 6: h^d = alpha^T H^d, p_C = softmax(h^d W_C)
+        alpha = masked_softmax(scores, doc_mask)
         logits = self.classes(torch.einsum("bl,bld->bd", alpha, doc))
         if "class_mask" in batch:
             logits = logits.masked_fill(~batch["class_mask"], float("-inf"))
@@ -367,6 +445,7 @@ class BiGRUReader(_Reader):
             self.query_rnn = MaskedBiGRU(self.input_size, hidden_size)
         else:
             self.rnn = self._bi_mage(self.input_size)
+        self._initialize()
 
     def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
         x = self.embed(batch)
@@ -382,7 +461,7 @@ class BiGRUReader(_Reader):
             query, query_mask = take_span(h, batch["query_span"])
             if bool((doc_mask.sum(1) == 0).any() | (query_mask.sum(1) == 0).any()):
                 raise ValueError("a document or query span is empty; a reader needs both")
-        doc = self.dropout(doc)
+        doc = self._drop(doc)
         doc_tokens, _ = take_span(batch.get("surface", batch["tokens"]), batch["doc_span"])
         q = query_vector(query, query_mask, self._placeholder(batch))
         return self.answer(doc, doc_mask, doc_tokens, q, batch)
@@ -421,6 +500,7 @@ class GAReader(_Reader):
             )
         else:
             self.rnns = nn.ModuleList(self._bi_mage(s) for s in sizes)
+        self._initialize()
 
     @staticmethod
     def gate(doc: Tensor, query: Tensor, query_mask: Tensor) -> Tensor:

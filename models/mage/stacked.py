@@ -101,13 +101,20 @@ class StackedMAGEGRU(MAGEGRU):
     def __init__(self, layers: Sequence[MAGEGRU]) -> None:
         first = layers[0]
         super().__init__(first.input_size, first.hidden_size, first.num_edge_types,
-                         edge_sizes=first.edge_sizes, mode=first.mode, reverse=first.reverse)  # fmt: skip
-        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                         edge_sizes=first.edge_sizes, mode=first.mode, reverse=first.reverse,
+                         edge_combine=first.edge_combine)  # fmt: skip
+        names = ["weight_ih", "weight_hh", "bias_ih", "bias_hh"]
+        if first.weight_att is not None:
+            names.append("weight_att")
+        for name in names:
             stacked = torch.stack([getattr(m, name).detach() for m in layers])
             setattr(self, name, nn.Parameter(stacked))
 
     def input_gates(self, x: Tensor) -> Tensor:
         return _per_seed_linear(x, self.weight_ih, self.bias_ih)
+
+    def edge_scores(self, x: Tensor) -> Tensor:
+        return _per_seed_linear(x, self.weight_att, None)
 
 
 class StackedGRU(nn.Module):
@@ -129,8 +136,9 @@ class StackedGRU(nn.Module):
         gates_x = _per_seed_linear(x, self.weight_ih_l0, self.bias_ih_l0).transpose(0, 1)
         # step t reads memory row t: the output of step t - 1 (row 0: the zero state)
         read = torch.arange(steps, device=x.device).view(steps, 1, 1).expand(steps, batch, hidden)
+        empty = gates_x.new_empty(0)  # no mix, no edge attention
         out = _ChainGRU.apply(gates_x.contiguous(), self.weight_hh_l0, self.bias_hh_l0,
-                              read.contiguous(), gates_x.new_empty(0), "split")  # fmt: skip
+                              read.contiguous(), empty, empty, "split")  # fmt: skip
         return out.transpose(0, 1), None
 
 

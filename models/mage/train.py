@@ -14,6 +14,17 @@ default to the authors' released reader code (bdhingra/coref-gru config.py: Adam
 clipping 10, dropout 0.2, 256 hidden units) with learning rate 1e-3 and batch size 32; all
 are train_cfg keys.
 
+recipe "authors" (a model setting) trains as the released code does where this project
+chose otherwise (bdhingra/coref-gru, lambada branch; AUTHORS_RECIPE): Adam at 5e-4
+(config.py learning_rate) halved after every epoch from the third on (train.py: ``if epoch >=2
+and epoch % params['anneal_frequency'] == 0: m.anneal()``, anneal_frequency 1; GA.py
+Model.anneal: ``self.learning_rate /= 2``), gradients clipped by value at 10 (GA.py
+``tf.clip_by_value(gg, -params['grad_clip'], params['grad_clip'])``, config.py grad_clip 10),
+Glorot-normal weights and zero biases, dropout only between reader layers (none in a one-layer
+reader) and the attention sum renormalised over candidate positions (models/mage/readers.py,
+module docstring). Its values are defaults: a key a model entry sets itself (model keys, or
+its own `train:` keys) wins; the global train / task_settings values do not.
+
 Devices: CUDA with autocast (bfloat16 by default; float16 uses a GradScaler) when available,
 else CPU in float32. MAGE's recurrence always runs in float32 (models/mage/mage_gru.py).
 
@@ -69,6 +80,7 @@ from tasks.core.fetch import sha256_of
 from tasks.core.settings import (
     ConfigError,
     Name,
+    bounded,
     override_settings,
     parse_settings,
     settings_to_dict,
@@ -134,12 +146,21 @@ class MageModel:
     reader: Literal["bigru", "ga"] = "bigru"
     encoder: Literal["gru", "mage", "dagrnn"] = "gru"  # dagrnn = mage with mage_mode dagrnn
     mage_mode: Literal["split", "shared", "dagrnn"] = "split"
-    coref_size: int = 16  # d of "MAGE (d)": coreference part of the hidden state
-    hidden_size: int = 256  # total per direction, fixed for all models (§4.2)
-    embed_dim: int = 128
+    coref_size: int = bounded(16, ge=0)  # d of "MAGE (d)": coreference part of the hidden state
+    hidden_size: int = bounded(256, ge=1)  # total per direction, fixed for all models (§4.2)
+    embed_dim: int = bounded(128, ge=1)
     one_hot: bool = False  # the "+ one-hot" baseline (§4.1)
-    dropout: float = 0.2
-    num_layers: int = 3  # GA reader layers
+    dropout: float = bounded(0.2, ge=0, lt=1)
+    num_layers: int = bounded(3, ge=1)  # GA reader layers
+    # incoming edges: Eq. 4's concatenation, or the released CorefGRU's attention over edge
+    # types (models/mage/mage_gru.py); MAGE split encoders only
+    edge_combine: Literal["concat", "attention"] = "concat"
+    # choices the paper leaves open (models/mage/readers.py): ours, or the released code's
+    init: Literal["torch", "glorot"] = "torch"
+    dropout_at: Literal["all", "between_layers"] = "all"
+    attention_sum: Literal["document", "candidates"] = "document"
+    # "authors": the released code's optimisation recipe (module docstring, AUTHORS_RECIPE)
+    recipe: Literal["project", "authors"] = "project"
 
 
 @dataclass
@@ -149,11 +170,16 @@ class MageTrain(LoopSettings, ReaderDataSettings):
     epochs: int = 30
     patience: int | None = 5  # epochs without a higher dev accuracy before stopping
     clip: float = 10.0  # max gradient norm (the authors' coref-gru config)
-    batch_size: int = 32
-    eval_batch_size: int = 64
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    pool_batches: int = 20  # length-bucketing pool (models.mage.data.batch_order)
+    batch_size: int = bounded(32, ge=1)
+    eval_batch_size: int = bounded(64, ge=1)
+    lr: float = bounded(1e-3, gt=0)
+    # learning rate halved after every epoch e (0-based) with e >= lr_halve_from and
+    # e % lr_halve_every == 0 (the authors' train.py schedule: 2, 1); None: constant
+    lr_halve_from: int | None = bounded(None, ge=0)
+    lr_halve_every: int = bounded(1, ge=1)
+    clip_mode: Literal["norm", "value"] = "norm"  # clip the gradient's norm, or each element
+    weight_decay: float = bounded(0.0, ge=0)
+    pool_batches: int = bounded(20, ge=1)  # length-bucketing pool (models.mage.data.batch_order)
     # train the stage's seeds as one batched model (models/mage/stacked.py); each seed's
     # result is the one it gets alone (to float tolerance), so this is a run-only setting
     seeds_stacked: bool = False
@@ -162,23 +188,63 @@ class MageTrain(LoopSettings, ReaderDataSettings):
 MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(MageModel())
 TRAIN_DEFAULTS: dict[str, Any] = settings_to_dict(MageTrain())
 
+# recipe "authors" (module docstring): the released code's values, model and train parts
+AUTHORS_RECIPE: dict[str, dict[str, Any]] = {
+    "model": {"init": "glorot", "dropout_at": "between_layers", "attention_sum": "candidates"},
+    "train": {
+        "lr": 5e-4,
+        "lr_halve_from": 2,
+        "lr_halve_every": 1,
+        "clip": 10.0,
+        "clip_mode": "value",
+    },  # fmt: skip
+}
+
+
+def recipe_train(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The train settings a model's recipe supplies ({} for the project's)."""
+    return dict(AUTHORS_RECIPE["train"]) if model_cfg.get("recipe") == "authors" else {}
+
 
 def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults filled in, aliases resolved (encoder dagrnn), unknown keys refused."""
-    cfg = settings_to_dict(parse_settings(MageModel, model_cfg, "train_mage model"))
+    """Defaults filled in (the recipe's under the keys given), aliases resolved (encoder
+    dagrnn), unknown keys refused."""
+    raw = dict(model_cfg)
+    if raw.get("recipe") == "authors":
+        raw = {**AUTHORS_RECIPE["model"], **raw}
+    cfg = settings_to_dict(parse_settings(MageModel, raw, "train_mage model"))
     if cfg["encoder"] == "dagrnn":
         cfg["encoder"], cfg["mage_mode"] = "mage", "dagrnn"
     if cfg["encoder"] == "gru":  # MAGE-only settings play no part: normalize them away
-        cfg["mage_mode"], cfg["coref_size"] = "split", 0
+        cfg["mage_mode"], cfg["coref_size"], cfg["edge_combine"] = "split", 0, "concat"
     elif cfg["mage_mode"] != "split":
         cfg["coref_size"] = 0
+        if cfg["edge_combine"] != "concat":
+            raise ConfigError(
+                f"train_mage model: edge_combine {cfg['edge_combine']!r} weighs the per-type "
+                f"slices of a split MAGE state; mage_mode {cfg['mage_mode']!r} has none"
+            )
     if cfg["reader"] == "bigru":
         cfg["num_layers"] = 1
     return cfg
 
 
-def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> MageTrain:
-    return parse_settings(MageTrain, train_cfg, "train_mage train")
+def resolve_train_cfg(
+    train_cfg: Mapping[str, Any], model_cfg: Mapping[str, Any] | None = None
+) -> MageTrain:
+    """Train settings; a model's recipe supplies the keys train_cfg does not give."""
+    merged = {**recipe_train(model_cfg or {}), **train_cfg}
+    return parse_settings(MageTrain, merged, "train_mage train")
+
+
+def epoch_lr(tcfg: MageTrain, epoch: int) -> float:
+    """The learning rate of epoch `epoch` (0-based): lr halved after every earlier epoch e
+    with e >= lr_halve_from and e % lr_halve_every == 0 (none if lr_halve_from is None)."""
+    start = tcfg.lr_halve_from
+    if start is None:
+        return tcfg.lr
+    halvings = sum(1 for e in range(start, epoch) if e % tcfg.lr_halve_every == 0)
+    return tcfg.lr * 0.5**halvings
 
 
 def model_label(model_cfg: Mapping[str, Any]) -> str:
@@ -194,6 +260,10 @@ def model_label(model_cfg: Mapping[str, Any]) -> str:
             if mode == "split"
             else ("+mage-shared" if mode == "shared" else "+dagrnn")
         )
+        if cfg["edge_combine"] == "attention":
+            name += "-attention"
+    if cfg["recipe"] == "authors":
+        name += "+authors"
     return name
 
 
@@ -211,6 +281,10 @@ def build_model(model_cfg: Mapping[str, Any], data: ReaderData) -> torch.nn.Modu
         output=data.output,
         num_classes=len(data.classes) or None,
         dropout=cfg["dropout"],
+        edge_combine=cfg["edge_combine"],
+        init=cfg["init"],
+        dropout_at=cfg["dropout_at"],
+        attention_sum=cfg["attention_sum"],
     )
     if cfg["reader"] == "ga":
         kwargs["num_layers"] = cfg["num_layers"]
@@ -278,13 +352,23 @@ class ReaderRecipe:
     def __init__(self, data: ReaderData, mcfg: Mapping, tcfg: MageTrain, graphs: str | Path):
         self.data, self.mcfg, self.tcfg, self.graphs = data, dict(mcfg), tcfg, graphs
         self.model = build_model(mcfg, data)
+        self._optimizer: torch.optim.Optimizer | None = None
 
     def optimizer(self) -> tuple[torch.optim.Optimizer, None]:
         params = self.model.parameters()
-        return torch.optim.Adam(params, lr=self.tcfg.lr, weight_decay=self.tcfg.weight_decay), None
+        self._optimizer = torch.optim.Adam(
+            params, lr=self.tcfg.lr, weight_decay=self.tcfg.weight_decay
+        )
+        return self._optimizer, None
+
+    def clip_gradients(self, clip: float) -> None:
+        """clip_mode "norm": the gradient's norm (as the loop would); "value": each element
+        into [-clip, clip] (the authors' GA.py)."""
+        _clip(list(self.model.parameters()), clip, self.tcfg.clip_mode)
 
     def batches(self, epoch: int) -> Iterator[dict[str, torch.Tensor]]:
         t = self.tcfg
+        _set_lr(self._optimizer, epoch_lr(t, epoch - 1))  # the loop counts epochs from 1
         for _, batch in iterate_batches(self.data, "train", t.batch_size, shuffle=True,
                                         seed=t.seed, epoch=epoch, pool_batches=t.pool_batches):  # fmt: skip
             yield batch
@@ -330,6 +414,19 @@ class ReaderRecipe:
         return None
 
 
+def _clip(params: Sequence[torch.nn.Parameter], clip: float, mode: str) -> None:
+    if mode == "value":
+        torch.nn.utils.clip_grad_value_(params, clip)
+    else:
+        torch.nn.utils.clip_grad_norm_(params, clip)
+
+
+def _set_lr(optimizer: torch.optim.Optimizer | None, lr: float) -> None:
+    """Set at the start of each epoch, so a resumed run continues at its epoch's rate."""
+    for group in optimizer.param_groups if optimizer is not None else ():
+        group["lr"] = lr
+
+
 def train_and_evaluate(
     graphs_path: str | Path,
     task: str | Sequence[str],
@@ -340,6 +437,7 @@ def train_and_evaluate(
     model_name: str | None = None,
     track: bool = True,
     data: ReaderData | None = None,
+    task_label: str | None = None,
 ) -> dict[str, Any]:
     """Train on `task`'s train items, select on dev, report test once; returns the metrics.
 
@@ -347,14 +445,15 @@ def train_and_evaluate(
     track, logs the run to MLflow (experiment train_mage, one step per epoch). `data` may be
     passed pre-loaded (it must come from the same graphs and settings).
     """
-    tcfg = resolve_train_cfg(train_cfg)
+    tcfg = resolve_train_cfg(train_cfg, model_cfg)
     mcfg = resolve_model_cfg(model_cfg)
     name = model_name or model_label(mcfg)
     with torch_threads(tcfg.threads):
         if data is None:
             data = load_reader_data(graphs_path, task, {k: getattr(tcfg, k) for k in DATA_DEFAULTS})
     task_name = task if isinstance(task, str) else "+".join(task)
-    dataset = f"{data.corpus}/{task_name}"
+    dataset = f"{data.corpus}/{task_name}"  # what the run reads: a task group's members
+    item = f"{name}-{task_label or task_name}"  # the DVC stage item (train_mage@bigru-syn2)
     run_params = {
         "model": mcfg,
         "train": settings_to_dict(tcfg),
@@ -364,7 +463,7 @@ def train_and_evaluate(
     tracking = (
         tracked_run(
             "train_mage",
-            f"{name}-{task_name}",
+            item,
             dataset=dataset,
             seed=tcfg.seed,
             run_params=run_params,
@@ -480,12 +579,17 @@ class StackedReaderRecipe:
         self.model = StackedReader(readers, generators)
         self.single = readers[0]  # reused to hand one seed's weights to a checkpoint
         self.lanes = len(tcfgs)
+        self._optimizer: torch.optim.Optimizer | None = None
 
     def optimizer(self) -> tuple[torch.optim.Optimizer, None]:
         t = self.tcfgs[0]  # Adam is element-wise: stacked, each seed's update is its own
-        return torch.optim.Adam(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay), None
+        self._optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay
+        )
+        return self._optimizer, None
 
     def batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+        _set_lr(self._optimizer, epoch_lr(self.tcfgs[0], epoch - 1))  # epochs from 1
         examples = self.data.splits["train"]
         lengths = [e["length"] for e in examples]
         orders = [batch_order(lengths, t.batch_size, shuffle=True, seed=t.seed, epoch=epoch,
@@ -530,7 +634,11 @@ class StackedReaderRecipe:
         return StepOutput(total, {}, lane_stats)
 
     def clip_gradients(self, clip: float) -> None:
-        """Each seed's gradient norm clipped on its own, as clip_grad_norm_ does alone."""
+        """Each seed's gradient norm clipped on its own, as clip_grad_norm_ does alone (by
+        value: element-wise, so the same stacked or alone)."""
+        if self.tcfgs[0].clip_mode == "value":
+            _clip(list(self.model.parameters()), clip, "value")
+            return
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
         norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads]).norm(dim=0)  # [K]
         scale = (clip / (norms + 1e-6)).clamp(max=1.0)
@@ -594,10 +702,11 @@ def train_stacked(
     model_name: str | None = None,
     track: bool = True,
     data: ReaderData | None = None,
+    task_label: str | None = None,
 ) -> list[dict[str, Any]]:
     """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
     stacked model; each seed gets its own out_dir, metrics and MLflow run, as if alone."""
-    tcfgs = [resolve_train_cfg(t) for t in train_cfgs]
+    tcfgs = [resolve_train_cfg(t, model_cfg) for t in train_cfgs]
     mcfg = resolve_model_cfg(model_cfg)
     name = model_name or model_label(mcfg)
     t0 = tcfgs[0]
@@ -605,9 +714,10 @@ def train_stacked(
         if data is None:
             data = load_reader_data(graphs_path, task, {k: getattr(t0, k) for k in DATA_DEFAULTS})
     task_name = task if isinstance(task, str) else "+".join(task)
-    dataset = f"{data.corpus}/{task_name}"
+    dataset = f"{data.corpus}/{task_name}"  # what the run reads: a task group's members
+    item = f"{name}-{task_label or task_name}"  # the DVC stage item (train_mage@bigru-syn2)
     data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
-    specs = [{"item": f"{name}-{task_name}", "dataset": dataset, "seed": t.seed,
+    specs = [{"item": item, "dataset": dataset, "seed": t.seed,
               "run_params": {"model": mcfg, "train": settings_to_dict(t), "data": data_params}}
              for t in tcfgs]  # fmt: skip
     tracking = tracked_runs("train_mage", specs) if track else contextlib.nullcontext(None)
@@ -728,8 +838,14 @@ def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -
     entry = dict(entry or {})
     train = entry.pop("train", None)
     entry.pop("data", None)  # a graph run of the model's own (seed_plan)
-    model = parse_settings(MageModel, {**cfg.model_defaults, **entry}, where)
+    model_cfg = {**cfg.model_defaults, **entry}
+    model = parse_settings(MageModel, model_cfg, where)
+    try:
+        resolve_model_cfg(model_cfg)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {p.split(': ', 1)[-1]}" for p in exc.problems) from exc
     base = parse_settings(MageTrain, cfg.train, "train_mage.train")
+    base = override_settings(base, recipe_train(model_cfg) or None, f"{where}.recipe")
     return model, override_settings(base, train, f"{where}.train")
 
 
@@ -757,6 +873,17 @@ def metrics_path(model: str, task: str) -> Path:
     return resolve_path(f"metrics/{STAGE}") / f"{variant(model, task)}.json"
 
 
+def _check_split(mcfg: Mapping[str, Any], where: str) -> None:
+    """A split MAGE state needs room for both parts (§4.2: the total fixed, d of it for
+    coreference): refused before any data is read, not when the layer is built."""
+    split = mcfg["encoder"] == "mage" and mcfg["mage_mode"] == "split"
+    if split and not 1 <= mcfg["coref_size"] < mcfg["hidden_size"]:
+        raise ConfigError(
+            f"{where}: coref_size {mcfg['coref_size']} must be in [1, hidden_size "
+            f"{mcfg['hidden_size']}) (MAGE (d): d of the hidden size for coreference, §4.2)"
+        )
+
+
 def seed_plan(model: str, task: str, seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """One train_seed call (keyword arguments) per seed: the settings resolved from params.
     Precedence: train < task_settings.<task> < a model's own train entry."""
@@ -772,11 +899,13 @@ def seed_plan(model: str, task: str, seeds: Sequence[int] | None = None) -> list
     train_cfg = {
         **cfg.train,
         **(cfg.task_settings.get(task) or {}),
+        **recipe_train(model_cfg),  # the model's recipe (recipe: authors) over the globals
         **(model_cfg.pop("train", None) or {}),
     }
     # a model entry may read its own graph run (data: <run>), e.g. the coreference placement
     # ablation (graphs@<run>-sentence) trained beside the paper's placement
     graphs = graphs_path(cfg, model_cfg.pop("data", None))
+    _check_split(resolve_model_cfg(model_cfg), f"train_mage.models.{model}")
     seeds = list(seeds) if seeds else [int(s) for s in cfg.seeds]
     return [
         {
@@ -809,6 +938,7 @@ def train_seed(
         train_cfg,
         out_dir,
         model_name=model,
+        task_label=task,
     )
     metrics["task"] = task
     metrics.update(_placement(graphs))
@@ -820,13 +950,22 @@ def train_seed(
 
 
 def _placement(graphs: str | Path) -> dict[str, str]:
-    """{"coref_placement": ...} where the graph table's coreference edges are not placed as in
-    the paper (tasks/graphs/dags.py PLACEMENTS; the report's ablation reads it); else {}."""
+    """{"coref_placement": ..., "segment_order": ..., "mention_span": ...} for the graph
+    table's settings off the paper's reading (tasks/graphs/dags.py PLACEMENTS, ORDERS,
+    MENTION_SPANS; the report's ablation reads coref_placement); {} for the paper's."""
     import pyarrow.parquet as pq
 
     meta = pq.read_schema(graphs).metadata or {}
     placement = meta.get(b"coreference_placement", b"paper").decode()
-    return {} if placement == "paper" else {"coref_placement": placement}
+    out = {} if placement == "paper" else {"coref_placement": placement}
+    for key in GRAPH_VARIANT_KEYS[1:]:
+        if key.encode() in meta:
+            out[key] = meta[key.encode()].decode()
+    return out
+
+
+# metrics keys of a graph table off the paper's reading (_placement)
+GRAPH_VARIANT_KEYS = ("coref_placement", "segment_order", "mention_span")
 
 
 def stacked(plans: Sequence[Mapping[str, Any]]) -> bool:
@@ -842,6 +981,7 @@ def train_seeds_stacked(plans: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     results = train_stacked(
         first["graphs"], labels if labels != [task] else task, first["model_cfg"],
         [p["train_cfg"] for p in plans], [p["out_dir"] for p in plans], model_name=first["model"],
+        task_label=task,
     )  # fmt: skip
     graphs_sha = sha256_of(first["graphs"])
     for plan, metrics in zip(plans, results, strict=True):
@@ -926,7 +1066,7 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         "test_error_std": float(np.std(errors)) if errors else None,
         # timings go to logs/timings (storage.write_metrics); collected seeds have none
         "wall_time_s": round(sum(m.get("wall_time_s") or 0.0 for m in results), 2),
-        **{k: chosen[k] for k in ("subsets", "split_notes", "coref_placement") if chosen.get(k)},
+        **{k: chosen[k] for k in ("subsets", "split_notes", *GRAPH_VARIANT_KEYS) if chosen.get(k)},
         "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
     out = jsonable(out)

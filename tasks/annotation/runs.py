@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import ConfigError, Name, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
 
 
 @dataclass
@@ -26,10 +26,11 @@ class AnnotateSettings:
     """params.yaml annotate, checked whole before any work (each annotator module checks its
     own settings, annotators.<name> and a run's `settings`, when it is built)."""
 
-    shard_size: int = 100  # documents per shard: the unit of parallelism and of resume
-    batch_size: int = 16  # documents per annotator call
+    shard_size: int = bounded(100, ge=1)  # documents per shard: the unit of parallelism
+    # and of resume
+    batch_size: int = bounded(16, ge=1)  # documents per annotator call
     executor: Literal["threads", "processes", "dask"] = "threads"
-    workers: int = 2
+    workers: int = bounded(2, ge=1)
     cache_dir: str = "data/cache/annotate"  # finished shards of an interrupted run
     score_split: Literal["train", "dev", "test"] = "dev"
     annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -37,8 +38,7 @@ class AnnotateSettings:
     runs: dict[Name, RunEntry] = field(default_factory=dict)
 
     def validate(self, path: str) -> None:
-        bad = [f"{path}.{k}: must be >= 1, got {getattr(self, k)}"
-               for k in ("shard_size", "batch_size", "workers") if getattr(self, k) < 1]  # fmt: skip
+        bad = []
         for name in set(self.runs) & set(self.model_runs):
             bad.append(f"{path}: run '{name}' is in both annotate.runs and model_runs")
         if bad:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import pickle
 import random
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -66,14 +67,30 @@ def _safe_load(path: Path) -> dict:
     """torch.load with weights_only=True: tensors and plain containers only, so a planted
     checkpoint cannot run code when it is unpickled (every checkpoint the project writes is
     made of tensors, dicts, lists, tuples, strings and numbers)."""
+    if not zipfile.is_zipfile(path):  # torch.save writes zip archives; a cut one has no index
+        raise CorefreproError(
+            f"{path}: unreadable checkpoint (not a complete zip archive, "
+            f"{path.stat().st_size} bytes): it is truncated or not a torch checkpoint. Remove it "
+            "and rerun the stage that writes it."
+        )
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CorefreproError(
             f"{path}: refused: not a plain checkpoint of this project (it holds objects that "
-            f"would run code when loaded: {first[:200]}). Retrain, or remove the file."
+            f"would run code when loaded: {_first_line(exc)}). Retrain, or remove the file."
         ) from None
+    except (RuntimeError, EOFError, KeyError, ValueError, OSError) as exc:
+        # truncated (miniz: no central directory), empty (EOFError), not a torch file at all
+        raise CorefreproError(
+            f"{path}: unreadable checkpoint ({_first_line(exc)}): it is truncated or not a "
+            "torch checkpoint. Remove it and rerun the stage that writes it."
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 def load_checkpoint(

@@ -9,7 +9,6 @@ looks complete. Retrying is the caller's job (the Prefect task wrapper), one att
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from tasks.core.errors import ChecksumError, CorefreproError, MissingSourceError
-from tasks.core.storage import atomic_path
+from tasks.core.storage import atomic_path, sha256_of
 
 log = logging.getLogger("corefrepro.fetch")
 
@@ -83,14 +82,6 @@ def _transient(exc: BaseException) -> bool:
         text = str(exc).lower()
         return not any(w in text for w in ("resolve", "refused", "name or service", "no route"))
     return False
-
-
-def sha256_of(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _verify(path: Path, expected: str | None, origin: str) -> str:

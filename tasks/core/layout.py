@@ -76,6 +76,30 @@ def check_write_target(target: str | Path) -> tuple[Path, Path]:
     )
 
 
+# Where a setting may point a checkpoint to read (a model annotator's, EntityNLM's for
+# reranking or entity prediction): the project's artifacts, plus what the user allows in
+# COREFREPRO_CHECKPOINT_ROOTS (os.pathsep-separated). Not a params.yaml setting: params can come
+# from elsewhere (`dvc exp run -S`, a shared experiment), and a checkpoint is unpickled code.
+ARTIFACTS_ROOT = "artifacts"
+CHECKPOINT_ROOTS_ENV = "COREFREPRO_CHECKPOINT_ROOTS"
+
+
+def check_checkpoint_path(value: str | Path, setting: str) -> Path:
+    """`value` (relative to the repository) resolved, if it lies inside artifacts/ or an
+    allowed root once links are followed; an error naming `setting` otherwise."""
+    path = Path(value) if Path(value).is_absolute() else REPO_ROOT / value
+    real = path.resolve()
+    extra = [Path(p) for p in os.environ.get(CHECKPOINT_ROOTS_ENV, "").split(os.pathsep) if p]
+    roots = [(REPO_ROOT / ARTIFACTS_ROOT).resolve(), *(p.resolve() for p in extra)]
+    if not any(real.is_relative_to(root) and real != root for root in roots):
+        raise UnsafeNameError(
+            f"{setting}: {str(value)!r} is outside the project's artifacts "
+            f"({', '.join(str(r) for r in roots)}); a checkpoint is loaded as code, so only "
+            f"those are read (add its folder to {CHECKPOINT_ROOTS_ENV} to allow it)"
+        )
+    return real
+
+
 def temp_dir(root: Path) -> Path:
     """<root>/.tmp, created: where atomic writes under `root` stage their files."""
     path = root / TEMP_DIR

@@ -35,9 +35,18 @@ import functools
 import logging
 import os
 import platform
+import shutil
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 MODE_ENV = "COREFREPRO_NUMERICS"
+NUMBA_CACHE_ENV = "NUMBA_CACHE_DIR"
+# numba's compiled-code cache: the project's own (gitignored), not __pycache__ beside the code
+DEFAULT_JIT_CACHE = Path(__file__).resolve().parents[2] / "data" / "cache" / "numba"
 MODES = ("portable", "native")
 
 # the library switches and the level each is pinned to (the table above)
@@ -76,7 +85,10 @@ def mode() -> str:
 
 def pin() -> str:
     """Set the switches of PINNED in this process's environment (inherited by its children)
-    unless COREFREPRO_NUMERICS=native; returns the mode. Call before torch/numpy load."""
+    unless COREFREPRO_NUMERICS=native; returns the mode. Call before torch/numpy load. Either
+    way numba caches its compiled code under the project's cache (NUMBA_CACHE_DIR, unless
+    the shell sets it), where `heal_jit_cache` can clear it."""
+    os.environ.setdefault(NUMBA_CACHE_ENV, str(DEFAULT_JIT_CACHE))
     chosen = mode()
     if chosen == "native":
         return chosen
@@ -112,6 +124,57 @@ def host_has_pinned_level() -> bool:
     except OSError:
         return True
     return flags is None or {"avx2", "fma"} <= set(flags)
+
+
+def heal_jit_cache(entry: Callable[..., T]) -> Callable[..., T]:
+    """Wrap a Python function that runs numba-compiled code: when numba fails to read its
+    cache (a damaged index or data file: UnpicklingError, ValueError, EOFError on every run
+    until the files go), clear the cache folder, say so, and call again -- numba then
+    compiles afresh and rewrites the cache."""
+
+    @functools.wraps(entry)
+    def healed(*args: Any, **kwargs: Any) -> T:
+        restore = _random_states(args, kwargs)
+        try:
+            return entry(*args, **kwargs)
+        except Exception as exc:
+            if not _raised_by_numba_cache(exc):
+                raise
+            folder = Path(os.environ.get(NUMBA_CACHE_ENV) or DEFAULT_JIT_CACHE)
+            log.warning("numba cache under %s is unreadable (%s: %s): cleared, recompiling",
+                        folder, type(exc).__name__, str(exc)[:120])  # fmt: skip
+            shutil.rmtree(folder, ignore_errors=True)
+            restore()  # the retry draws the same random numbers the failed call drew
+            return entry(*args, **kwargs)
+
+    return healed
+
+
+def _random_states(args: tuple, kwargs: dict) -> Callable[[], None]:
+    """A function that puts back the random states a call may consume: torch's global one and
+    those of the torch.Generator arguments (torch loaded by the caller, never here)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return lambda: None
+    generators = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Generator)]
+    saved = [(g, g.get_state()) for g in generators]
+    global_state = torch.get_rng_state()
+
+    def restore() -> None:
+        torch.set_rng_state(global_state)
+        for generator, state in saved:
+            generator.set_state(state)
+
+    return restore
+
+
+def _raised_by_numba_cache(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.replace(os.sep, "/").endswith("numba/core/caching.py"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def describe() -> str:

@@ -32,6 +32,16 @@ Literal[...], list[T], tuple[T, ...] (or a fixed tuple[A, B]), dict[K, T], neste
 dataclasses, and Any (passed through, copied). A section (dataclass) given as null or left out
 takes all its defaults; a dict field given as null is empty. Defaults are not re-checked.
 
+Ranges: a numeric setting declares its bounds where it is declared, and the parser checks a
+value from params.yaml against them before any work (a default is trusted):
+
+    lr: float = bounded(0.001, gt=0)
+    dropout: float = bounded(0.1, ge=0, lt=1)
+    seeds: list[int] = bounded([1], min_items=1)   # a list default is copied per instance
+    patience: int | None = bounded(5, ge=1)         # None passes: "no bound" is the setting's own
+
+    train_mage.train.lr: must be > 0, got -0.001
+
 Value checks: a settings class may define `validate(self, path: str) -> None`. The parser calls
 it once the instance is built from cleanly parsed fields, with the instance's key path, and the
 method raises ConfigError naming the key, e.g.
@@ -67,6 +77,42 @@ _FAIL: Any = object()  # a value that failed to parse (its problems are already 
 _NONE = type(None)
 _SCALARS = (bool, int, float, str)
 _REPR_MAX = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """What `bounded` declares: a number's bounds (ge/gt/le/lt), a sequence's least length."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    min_items: int | None = None
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` breaks these bounds, or None (None itself and non-numbers pass)."""
+        sized = isinstance(value, list | tuple | dict)
+        if self.min_items is not None and sized and len(value) < self.min_items:
+            return f"needs at least {self.min_items} item(s), got {len(value)}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        for op, bound, ok in (
+            (">=", self.ge, lambda v, b: v >= b),
+            (">", self.gt, lambda v, b: v > b),
+            ("<=", self.le, lambda v, b: v <= b),
+            ("<", self.lt, lambda v, b: v < b),
+        ):
+            if bound is not None and not ok(value, bound):
+                return f"must be {op} {bound:g}, got {value!r}"
+        return None
+
+
+def bounded(default: Any = dataclasses.MISSING, **bounds: Any) -> Any:
+    """A dataclass field with `default` and bounds (Bounds' keywords) the parser checks."""
+    meta = {"bounds": Bounds(**bounds)}
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
 
 
 class Name(str):
@@ -228,11 +274,31 @@ def _parse_section(cls: type, data: Any, path: str, problems: list[Problem]) -> 
     for name, (tp, required) in fields.items():
         if name in data:
             kwargs[name] = _parse(tp, data[name], key_path(path, name), problems)
+            _check_bounds(cls, name, kwargs[name], key_path(path, name), problems)
         elif required:
             problems.append((key_path(path, name), "missing setting (it has no default)"))
     if len(problems) > before:
         return _FAIL
     return _construct(cls, kwargs, path, problems)
+
+
+@functools.cache
+def _bounds(cls: type) -> dict[str, Bounds]:
+    """Each field's bounds, inherited: a subclass that redefines a field only to change its
+    default (`epochs: int = 20` over LoopSettings') keeps the base class's bounds."""
+    out: dict[str, Bounds] = {}
+    for base in reversed(cls.__mro__):
+        for f in getattr(base, "__dataclass_fields__", {}).values():
+            if "bounds" in f.metadata:
+                out[f.name] = f.metadata["bounds"]
+    return out
+
+
+def _check_bounds(cls: type, name: str, value: Any, path: str, problems: list[Problem]) -> None:
+    bounds = _bounds(cls).get(name)
+    problem = bounds.problem(value) if bounds is not None and value is not _FAIL else None
+    if problem:
+        problems.append((path, problem))
 
 
 def _construct(cls: type, kwargs: dict[str, Any], path: str, problems: list[Problem]) -> Any:

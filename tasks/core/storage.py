@@ -7,11 +7,14 @@ under a temporary name and renamed into place only once complete.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,8 @@ from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_write_target, temp_dir
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS, SCHEMAS
 
+log = logging.getLogger("corefrepro.storage")
+
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "compression_level": 9,
@@ -33,6 +38,32 @@ PARQUET_OPTIONS: dict[str, Any] = {
     "store_schema": True,
     "row_group_size": 65536,
 }
+
+
+class StorageError(CorefreproError):
+    """An output could not be written (disk full, a file-size or quota limit)."""
+
+
+# what a full disk, a quota or `ulimit -f` look like from Python, pyarrow and torch
+_FULL_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+_FULL_MESSAGES = ("No space left", "File too large", "Disk quota", "file write failed")
+
+
+@contextlib.contextmanager
+def _disk_errors_named(target: Path) -> Iterator[None]:
+    """A write that fails for lack of room becomes one line naming the output; the previous
+    version of the output stays in place (the write went to a temporary)."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        full = getattr(exc, "errno", None) in _FULL_ERRNOS
+        if not full and not any(m in str(exc) for m in _FULL_MESSAGES):
+            raise
+        cause = os.strerror(exc.errno) if getattr(exc, "errno", None) else str(exc)
+        raise StorageError(
+            f"{target}: not written ({cause}): the disk is full or a size limit was hit; the "
+            "previous version, if any, is kept. Free space and rerun the stage"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -48,8 +79,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
-        yield tmp_path
-        os.replace(tmp_path, target)
+        with _disk_errors_named(target):
+            yield tmp_path
+            os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -67,7 +99,8 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     staging = temp_dir(root)
     tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=staging))
     try:
-        yield tmp
+        with _disk_errors_named(target):
+            yield tmp
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".old", dir=staging))
             os.replace(target, old / target.name)
@@ -78,6 +111,62 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sha256_of(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+CACHE_MANIFEST = "SHA256SUMS"
+
+
+def verified_cache(target: str | Path, build: Callable[[Path], None], what: str) -> Path:
+    """A cache folder made by `build(tmp)` once, used only while complete.
+
+    Written as a whole through atomic_dir with a SHA256SUMS of its files; before each use
+    every listed file is checked (present, a plain file -- never a link out of the write
+    roots --, same sha256) and nothing unlisted is there. A folder cut short, edited or
+    planted with links is rebuilt (said once), never read or written through."""
+    target = Path(target)
+    problem = _cache_problem(target)
+    if problem is None:
+        return target
+    if target.exists() or target.is_symlink():
+        log.warning("%s cache %s: %s; rebuilding it", what, target, problem)
+    with atomic_dir(target) as tmp:
+        build(tmp)
+        files = sorted(p for p in tmp.rglob("*") if p.is_file())
+        sums = "".join(f"{sha256_of(p)}  {p.relative_to(tmp).as_posix()}\n" for p in files)
+        (tmp / CACHE_MANIFEST).write_text(sums, encoding="utf-8")
+    return target
+
+
+def _cache_problem(target: Path) -> str | None:
+    """Why the cache folder cannot be used as it is, or None."""
+    manifest = target / CACHE_MANIFEST
+    if target.is_symlink() or not target.is_dir() or not manifest.is_file():
+        return "incomplete (no SHA256SUMS)"
+    listed = {}
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    present = {p.relative_to(target).as_posix(): p for p in target.rglob("*")
+               if p.name != CACHE_MANIFEST and (p.is_file() or p.is_symlink())}  # fmt: skip
+    for name, path in sorted(present.items()):
+        if path.is_symlink():
+            return f"{name} is a link"
+        if name not in listed:
+            return f"{name} is not one of its files"
+    for name, digest in listed.items():
+        if name not in present:
+            return f"{name} is missing"
+        if sha256_of(present[name]) != digest:
+            return f"{name} differs from what was written (cut short or edited)"
+    return None
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -10,6 +10,7 @@ exact inputs that produced it. Tracking store: a real sqlite database by default
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,7 @@ from typing import Any
 
 from tasks.core import numerics
 from tasks.core.config import REPO_ROOT, params
-from tasks.core.settings import ConfigError, key_path, parse_settings
+from tasks.core.settings import bounded, parse_settings
 
 log = logging.getLogger("corefrepro.tracking")
 
@@ -46,8 +48,9 @@ PAPERS = {
 }
 
 
-# MLflow 3's UI opens an experiment in its GenAI view (traces) unless the experiment says it
-# holds model training: then its runs table (metrics, params, charts) is what opens.
+# The experiment's kind: model training, not GenAI traces. MLflow 3.17's UI labels it but does
+# not open on it: which page an experiment opens on follows the view switch (or the URL's
+# ?workflowType=machine_learning), checked in a browser; README "MLflow" says how.
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 
 
@@ -59,12 +62,7 @@ class TrackingSettings:
     artifacts: str = "mlartifacts"
     # checkpoints up to this size are copied into the run's artifacts; larger ones are
     # recorded by their DVC output path and size only (tags checkpoint, checkpoint_bytes)
-    max_checkpoint_mb: float = 50.0
-
-    def validate(self, path: str) -> None:
-        if self.max_checkpoint_mb < 0:
-            value = self.max_checkpoint_mb
-            raise ConfigError(f"{key_path(path, 'max_checkpoint_mb')}: must be >= 0, got {value}")
+    max_checkpoint_mb: float = bounded(50.0, ge=0)
 
 
 def settings() -> TrackingSettings:
@@ -121,14 +119,11 @@ def git_sha() -> str:
         return "unknown"
 
 
-def stage_lock_hash(stage: str | None) -> str:
-    """md5 of the stage's deps+params entry as DVC would write it to dvc.lock for this run.
-
-    DVC hashes deps before running the command but writes dvc.lock only after it, so the
-    entry is recomputed here through DVC's API (read-only: no repo lock is taken).
-    """
-    if not stage:
-        return "none"
+@functools.cache
+def _stage_lock_entry(stage: str) -> dict[str, Any] | None:
+    """The stage's deps+params entry as DVC would write it to dvc.lock for this run (None
+    when DVC cannot say). DVC hashes deps before running the command but writes dvc.lock only
+    after it, so the entry is recomputed here through DVC's API (read-only: no repo lock)."""
     try:
         from dvc.repo import Repo
         from dvc.stage.serialize import to_single_stage_lockfile
@@ -138,10 +133,60 @@ def stage_lock_hash(stage: str | None) -> str:
             dvc_stage.save_deps()
             entry = to_single_stage_lockfile(dvc_stage)
         entry.pop("outs", None)
-        return hashlib.md5(json.dumps(entry, sort_keys=True, default=str).encode()).hexdigest()
+        return entry
     except Exception as exc:  # noqa: BLE001 - tracking must never fail a stage
         log.warning("could not hash dvc stage %s: %s", stage, exc)
+        return None
+
+
+def stage_lock_hash(stage: str | None) -> str:
+    """md5 of the stage's deps+params entry as DVC would write it to dvc.lock for this run."""
+    if not stage:
+        return "none"
+    entry = _stage_lock_entry(stage)
+    if entry is None:
         return "unavailable"
+    return hashlib.md5(json.dumps(entry, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# deps under these folders are data a run reads (the rest is code): MLflow's Dataset column
+DATA_DEP_ROOTS = ("data/", "artifacts/")
+
+
+def stage_inputs(stage: str | None) -> list[tuple[str, str]]:
+    """(path, DVC md5) of the data the stage reads (its deps under data/ or artifacts/, as
+    dvc.lock records them): what `mlflow.log_input` shows as the run's datasets."""
+    entry = _stage_lock_entry(stage) if stage else None
+    deps = (entry or {}).get("deps", [])
+    return [(d["path"], str(d.get("md5") or d.get("hash") or "")) for d in deps
+            if str(d.get("path", "")).startswith(DATA_DEP_ROOTS)]  # fmt: skip
+
+
+def _input_datasets(stage: str | None) -> list[Any]:
+    """The stage's inputs as MLflow dataset entities (name = path, digest = DVC's md5)."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+
+    with warnings.catch_warnings():  # "can be interpreted in multiple ways": both are local
+        warnings.simplefilter("ignore", UserWarning)
+        return [MetaDataset(resolve_dataset_source(path), name=path, digest=md5[:36])
+                for path, md5 in stage_inputs(stage)]  # fmt: skip
+
+
+def log_stage_inputs(run_id: str) -> None:
+    """Record the DVC stage's input datasets on a run (context "training"); nothing outside
+    DVC, where no stage names them."""
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.tracking import MlflowClient
+
+    try:
+        datasets = _input_datasets(os.environ.get("DVC_STAGE"))
+        if datasets:
+            tag = [InputTag("mlflow.data.context", "training")]
+            inputs = [DatasetInput(ds._to_mlflow_entity(), tag) for ds in datasets]
+            MlflowClient().log_inputs(run_id, datasets=inputs)
+    except Exception as exc:  # noqa: BLE001 - a missing Dataset column must not fail a stage
+        log.warning("MLflow: could not log the input datasets of run %s: %s", run_id, exc)
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -254,7 +299,9 @@ def _open(stage: str, run_name: str, tags: Mapping[str, str]) -> Any:
 
     experiment_id = _experiment(stage)
     _mark_stale_runs(experiment_id, run_name)
-    return mlflow.start_run(run_name=run_name, tags=dict(tags))
+    run = mlflow.start_run(run_name=run_name, tags=dict(tags))
+    log_stage_inputs(run.info.run_id)
+    return run
 
 
 def _end(run_id: str, status: str) -> None:
@@ -372,6 +419,7 @@ def tracked_runs(stage: str, runs: list[Mapping[str, Any]]) -> Iterator[list[str
             flat = _flatten(spec.get("run_params") or {})
             params_ = [Param(k, str(v)[:6000]) for k, v in flat.items()]
             client.log_batch(run.info.run_id, params=params_)
+            log_stage_inputs(run.info.run_id)
             ids.append(run.info.run_id)
         return ids
 

@@ -19,7 +19,7 @@ from tasks.core.config import params
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
-from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, bounded, parse_settings, settings_to_dict
 from tasks.corpora.base import Normalized
 from tasks.corpora.settings import SharedNormalize, settings_class
 
@@ -36,8 +36,8 @@ class DownloadSettings:
     mirror: str = ""  # directory or URL prefix consulted first; COREFREPRO_MIRROR overrides
     network: bool = True  # fall back to the canonical URLs
     fetch_optional: bool = True  # also download optional files (held-back test splits)
-    timeout_s: float = 60.0
-    workers: int = 4  # concurrent file fetches
+    timeout_s: float = bounded(60.0, gt=0)
+    workers: int = bounded(4, ge=1)  # concurrent file fetches
     cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
 
 

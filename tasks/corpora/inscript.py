@@ -19,10 +19,22 @@ Gold mentions — what counts as an entity (evidence, not taste):
   every chain is a discourse referent mentioned once: a singleton, given its own cluster id
   after the chain ids. EntityNLM predicts "every entity" of a story including "new entity"
   (§5.3), so singletons are needed for that task; unlike CoNLL-2012 (§5.1, "ignore the
-  singleton mentions") nothing says they are dropped for InScript. The paper's average of
-  24.9 entities per story matches no exact rule on this release (chains + all singletons:
-  33.0 on train+dev; + singletons except NPart: 24.6; chains only: 7.4), so
-  ``singletons`` / ``singleton_exclude`` let a run choose; the default loses nothing.
+  singleton mentions") nothing says they are dropped for InScript.
+* The entity inventory matches Ji et al.'s count (§4: "24.9 entities" per story): chains +
+  singletons except the non-participant (NPart) ones, ``singleton_exclude: [NPart]``
+  (`SINGLETON_EXCLUDE`, the reader's default where its settings name none; the stage passes
+  params.yaml normalize.inscript.singleton_exclude). Measured on the mirror (multi_chain:
+  first): train 24.51 entities per story (dev 25.30, train+dev 24.61); every singleton kept
+  (``singleton_exclude: []``, the earlier default): train 32.94 (dev 33.04, train+dev
+  32.96); chains only (``singletons: false``): train 7.30. normalize's notes give the count.
+  An NPart singleton is then no mention at all (R = 0). The authors' code would keep such a
+  label as a mention without an entity id (jiyfeng/entitynlm, entitynlm.h
+  `EntityNLM::BuildGraph`: a token with eidx 0 is scored as "new" (`pickneglogsoftmax(e_logit,
+  0)` when `map_eidx_pos` lacks it), gets no length term (`if (next_et > 0)`) and is never
+  stored (`create_entity`/`update_entity` only `if (curr_et > 0)`)), which the mentions table
+  (a cluster per span) cannot express; either way it is outside the inventory. The paper's
+  Fig. 3 (bicycle_092 of this release) does bracket two NPart singletons ("[park]3",
+  "[garage]5"), so the count, not the figure, decides here.
 * cluster = index of the chain in the story's ``<chains>`` (file order); singleton clusters
   follow in text order.
 * 645 train+dev labels are listed in two or more chains (mostly one entity whose chain the
@@ -70,6 +82,8 @@ README_SHA256 = "60658a49cb18d95fa3cdb5aae277a2dcb4f7fe98833072883acd3b7ca5b5e76
 SAMPLE_DIR = "sample_test"
 
 MULTI_CHAIN_MODES = ("all", "first")
+# singleton labels outside the entity inventory (module docstring: Ji et al.'s 24.9 entities)
+SINGLETON_EXCLUDE = ("NPart",)
 
 # Train and dev stories of the mirror (MANIFEST.md): (story id, split, sha256).
 STORIES: tuple[tuple[str, str, str], ...] = (
@@ -1062,7 +1076,7 @@ def _read_split(path: Path) -> dict[str, str]:
 
 def _mentions(doc_id: str, story: Story, cfg: dict[str, Any], stats: dict[str, int]) -> list[dict]:
     multi = cfg.get("multi_chain", "all")
-    exclude = tuple(cfg.get("singleton_exclude") or ())
+    exclude = tuple(cfg.get("singleton_exclude", SINGLETON_EXCLUDE) or ())
     labels = {lab.label_id: lab for lab in story.participants}
     rows: list[dict[str, Any]] = []
     placed: set[str] = set()
@@ -1159,6 +1173,7 @@ def normalize(raw_dir: str | Path, cfg: dict[str, Any] | None = None) -> Normali
         f"mentions: {stats['labels']} participant labels, {stats['chains']} coreference chains, "
         f"{stats['singletons']} singleton clusters ({stats['singletons_dropped']} singletons "
         f"dropped by singletons/singleton_exclude)",
+        "entities per story: " + entities_per_story(documents, mentions),
         f"{stats['multi_chain_labels']} labels listed in more than one chain "
         + (
             "emitted once per chain (multi_chain: all)"
@@ -1175,6 +1190,19 @@ def normalize(raw_dir: str | Path, cfg: dict[str, Any] | None = None) -> Normali
     if missing_test:
         notes.append(f"test: {missing_test} test stories not available (held back); skipped")
     return Normalized(documents=documents, mentions=mentions, notes=notes)
+
+
+def entities_per_story(documents: list[dict], mentions: list[dict]) -> str:
+    """Mean number of distinct clusters (the entity inventory) per story, per split."""
+    clusters: dict[str, set[int]] = {d["doc_id"]: set() for d in documents}
+    for m in mentions:
+        clusters[m["doc_id"]].add(m["cluster"])
+    out = []
+    for split in ("train", "dev", "test"):
+        sizes = [len(clusters[d["doc_id"]]) for d in documents if d["split"] == split]
+        if sizes:
+            out.append(f"{split} {sum(sizes) / len(sizes):.2f}")
+    return ", ".join(out)
 
 
 def mention_kinds(raw_dir: str | Path) -> dict[str, dict[tuple[int, int], str]]:

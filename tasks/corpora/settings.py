@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tasks.core.settings import ConfigError
+from tasks.core.settings import ConfigError, bounded
 
 
 @dataclass
@@ -71,7 +71,7 @@ class LambadaDownload:
 
 @dataclass
 class LambadaNormalize(SharedNormalize):
-    max_novels: int | None = None  # a seeded, genre-blind sample of the novels
+    max_novels: int | None = bounded(None, ge=1)  # a seeded, genre-blind sample of the novels
 
 
 @dataclass
@@ -98,13 +98,14 @@ class WikitextNormalize(SharedNormalize):
 
 @dataclass
 class CnnNormalize(SharedNormalize):
-    max_items: int | None = None  # per split
+    max_items: int | None = bounded(None, ge=1)  # per split
 
 
 @dataclass
 class InscriptNormalize(SharedNormalize):
     singletons: bool = True
-    singleton_exclude: list[str] = field(default_factory=list)
+    # NPart: the paper's inventory (tasks/corpora/inscript.py SINGLETON_EXCLUDE); []: every one
+    singleton_exclude: list[str] = field(default_factory=lambda: ["NPart"])
     multi_chain: Literal["all", "first"] = "all"
 
 

@@ -9,13 +9,17 @@ Slot rules, each with where it comes from (papers/000 = Ji et al. 2017):
    an entity is a gold cluster (InScript: a coreference chain, or a participant label outside
    every chain as its own entity; tasks/corpora/inscript.py). "Each entity mention is labeled
    with its entity index" (papers/000 §4).
-2. Nested mentions: a mention whose span encloses another mention is dropped
-   (``nested: drop_enclosing``). InScript labels NP heads; a compound/coordination label over
-   a labelled head ("tire tool" over "tool") duplicates the head, and the chains link the
-   heads (on train+dev, 3,101 of the 3,209 enclosing labels are outside every chain while
-   their head is linked or a singleton); keeping both would count the same object twice,
-   once as a spurious "new entity". Ji et al.'s "only the enclosing mention" rule is stated
-   for CoNLL (§4), where the enclosing span is the linked one.
+2. Nested mentions: the EntityNLM view's own rule, `tasks.graphs.views.resolve_nesting`, so
+   the slots are the spans the model was trained on (``nested``; the view_entitynlm stage
+   builds "enclosing", so another value here needs a view built with it).
+   Default "enclosing": Ji et al.'s "only the enclosing entity mention is kept" (§4), the one
+   nesting rule the paper states (for CoNLL; its InScript preprocessing is "similar"). The
+   alternative "heads" keeps the innermost spans: InScript labels NP heads, and a
+   compound/coordination label over a labelled head ("tire tool" over "tool") mostly lies
+   outside every chain while the head is linked (train+dev: 3,101 of 3,209 enclosing labels),
+   so "enclosing" turns a linked head into a singleton compound. Slots that either rule
+   decides (the span encloses or lies inside another mention) are flagged ``nested`` and
+   scored apart as well (`evaluate`).
 3. Which mentions are slots (``target_kinds``): on InScript only script participants
    (labels ``ScrPart_*``); NPart (not script-related), No_label, SuppVComp,
    Head_of_Partitive and Unclear mentions are context, never slots. Modi et al.'s model
@@ -32,9 +36,9 @@ Slot rules, each with where it comes from (papers/000 = Ji et al. 2017):
    order (``max_slots``).
 7. Gold: the slot's entity if it was mentioned before the slot (rule 4), else NEW.
 
-Rules 2 and 3 are this project's reading (neither paper's text spells them out; Modi et al.
-2017 is not in the papers folder). Measured always-new accuracy under these rules: see the
-stage metrics (metrics/entity_prediction/<corpus>.json) and tests.
+Rules 2 (for InScript) and 3 are this project's reading (neither paper's text spells them out;
+Modi et al. 2017 is not in the papers folder). Measured always-new accuracy under these rules:
+see the stage metrics (metrics/entity_prediction/<corpus>.json) and tests.
 
 A model plugs in as a ``Predictor``: ``predict(doc, slots) -> list[entity id | NEW]`` for the
 slots of one document (the slots carry the gold left-context mentions). ``evaluate`` scores
@@ -57,9 +61,9 @@ import torch
 
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError
+from tasks.graphs.views import resolve_nesting
 
 NEW = -1  # the "new entity" answer
-NESTED_MODES = ("drop_enclosing", "keep")
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class Mention:
     end: int  # exclusive
     entity: int
     target: bool = True  # may be a slot (rule 3)
+    nested: bool = False  # the span encloses or lies inside another gold mention (rule 2)
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class Slot:
     candidates: tuple[int, ...]
     gold: int
     history: tuple[tuple[int, int, int], ...] = field(repr=False, default=())  # (start, end, e)
+    nested: bool = False  # a span the nesting rule chose between (rule 2)
 
 
 class Predictor(Protocol):
@@ -100,7 +106,7 @@ class ProtocolSettings:
     skip_sentences: int = 3  # Ji et al. 2017 Fig. 3: "after the first three sentences"
     max_slots: int | None = 30  # Ji et al. 2017 Fig. 3: "a maximum of 30 entities"
     target_kinds: list[str] = field(default_factory=lambda: ["ScrPart"])  # label prefixes
-    nested: Literal["drop_enclosing", "keep"] = "drop_enclosing"
+    nested: Literal["enclosing", "heads"] = "enclosing"  # views.resolve_nesting (rule 2)
 
     def validate(self, path: str) -> None:
         bad = []
@@ -125,35 +131,28 @@ def doc_mentions(
     settings: ProtocolSettings,
 ) -> list[Mention]:
     """One document's mentions after rules 1-3, in text order. A span listed twice (a label in
-    two chains) keeps its first cluster."""
-    first: dict[tuple[int, int], int] = {}
-    for r in sorted(rows, key=lambda r: (r["start"], r["end"], r["cluster"])):
-        first.setdefault((int(r["start"]), int(r["end"])), int(r["cluster"]))
-    spans = sorted(first)
-    if settings.nested == "drop_enclosing":
-        spans = [s for s in spans if not _encloses_another(s, spans)]
+    two chains) keeps its smaller cluster id (`resolve_nesting`)."""
+    triples = [(int(r["start"]), int(r["end"]), int(r["cluster"])) for r in rows]
+    kept, _ = resolve_nesting(triples, settings.nested)
+    bounds = sorted({(s, e) for s, e, _ in triples})
     prefixes = tuple(settings.target_kinds)
     out = []
-    for span in spans:
+    for start, end, cluster in kept:
         target = True
         if kinds is not None:
-            kind = kinds.get(span)
+            kind = kinds.get((start, end))
             if kind is None:
-                raise CorefreproError(f"mention {span} has no label kind")
+                raise CorefreproError(f"mention {(start, end)} has no label kind")
             target = kind.startswith(prefixes)
-        out.append(Mention(span[0], span[1], first[span], target))
+        out.append(Mention(start, end, cluster, target, _in_nesting((start, end), bounds)))
     return out
 
 
-def _encloses_another(span: tuple[int, int], spans: Sequence[tuple[int, int]]) -> bool:
+def _in_nesting(span: tuple[int, int], bounds: Sequence[tuple[int, int]]) -> bool:
+    """Whether another of the distinct (start, end) bounds lies inside span or contains it:
+    a span the nesting rule decides (the rules keep different spans there)."""
     s, e = span
-    i = bisect.bisect_left(spans, (s, -1))
-    for t, u in spans[i:]:
-        if t >= e:
-            return False
-        if (t, u) != span and s <= t and u <= e:
-            return True
-    return False
+    return any((t, u) != span and (s <= t and u <= e or t <= s and e <= u) for t, u in bounds)
 
 
 def doc_slots(
@@ -169,7 +168,9 @@ def doc_slots(
             if s.max_slots is not None and len(out) >= s.max_slots:
                 break
             gold = m.entity if m.entity in order else NEW
-            out.append(Slot(doc_id, m.start, m.end, sentence, tuple(order), gold, tuple(history)))
+            out.append(
+                Slot(doc_id, m.start, m.end, sentence, tuple(order), gold, tuple(history), m.nested)
+            )
         order.setdefault(m.entity, None)
         history.append((m.start, m.end, m.entity))
     return out
@@ -199,15 +200,21 @@ def slots(
     return out
 
 
-def evaluate(predictions: Sequence[int], slots: Sequence[Slot]) -> dict[str, float | int]:
-    """Accuracy of one answer per slot (ids compared exactly; NEW is -1)."""
+def evaluate(predictions: Sequence[int], slots: Sequence[Slot]) -> dict[str, Any]:
+    """Accuracy of one answer per slot (ids compared exactly; NEW is -1), and the same
+    figures on the slots the nesting rule chose (``nested``: rule 2) and on the others."""
     if len(predictions) != len(slots):
         raise CorefreproError(f"{len(predictions)} predictions for {len(slots)} slots")
-    n = len(slots)
-    correct = sum(int(p) == s.gold for p, s in zip(predictions, slots, strict=True))
-    n_new = sum(s.gold == NEW for s in slots)
-    return {"accuracy": correct / n if n else float("nan"), "n": n, "correct": correct,
-            "n_new": n_new}  # fmt: skip
+
+    def score(pairs):
+        n = len(pairs)
+        correct = sum(int(p) == s.gold for p, s in pairs)
+        return {"accuracy": correct / n if n else float("nan"), "n": n, "correct": correct,
+                "n_new": sum(s.gold == NEW for _, s in pairs)}  # fmt: skip
+
+    pairs = list(zip(predictions, slots, strict=True))
+    return {**score(pairs), "nested": score([(p, s) for p, s in pairs if s.nested]),
+            "not_nested": score([(p, s) for p, s in pairs if not s.nested])}  # fmt: skip
 
 
 def predict_all(

@@ -27,9 +27,9 @@ import torch
 from tasks.core import storage
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import docs_dir, raw_dir
+from tasks.core.layout import check_checkpoint_path, docs_dir, raw_dir
 from tasks.core.schema import DOCUMENTS, ENTITY_PREDICTIONS, MENTIONS, SPLITS
-from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, bounded, parse_settings, settings_to_dict
 from tasks.evaluation import entity_prediction as ep
 
 log = logging.getLogger("corefrepro.entity_prediction")
@@ -45,6 +45,10 @@ class ModelPredictorSettings:
 
     checkpoint: str | None = None
 
+    def validate(self, path: str) -> None:
+        if self.checkpoint is not None:
+            check_checkpoint_path(self.checkpoint, f"{path}.checkpoint")
+
 
 @dataclass
 class EntityPredictionSettings(ep.ProtocolSettings):
@@ -52,12 +56,21 @@ class EntityPredictionSettings(ep.ProtocolSettings):
 
     corpora: list[str] = field(default_factory=lambda: ["synthetic"])
     shallow: ep.ShallowSettings = field(default_factory=ep.ShallowSettings)
-    threads: int | None = 1  # torch intra-op threads
+    threads: int | None = bounded(1, ge=1)  # torch intra-op threads
     entitynlm: ModelPredictorSettings = field(default_factory=ModelPredictorSettings)
 
 
 def settings() -> EntityPredictionSettings:
-    return parse_settings(EntityPredictionSettings, params(STAGE), STAGE)
+    """The section, parsed; its `nested` rule must be the EntityNLM view's (issue #33.5: one
+    rule for the mentions a model trains on and the slots it is asked about)."""
+    cfg = parse_settings(EntityPredictionSettings, params(STAGE), STAGE)
+    view_rule = (params("view_entitynlm") or {}).get("nested", "enclosing")
+    if cfg.nested != view_rule:
+        raise ConfigError(
+            f"{STAGE}.nested: {cfg.nested!r} differs from view_entitynlm.nested {view_rule!r}; "
+            "slots and training mentions must follow one rule"
+        )
+    return cfg
 
 
 def protocol(cfg: EntityPredictionSettings) -> ep.ProtocolSettings:

@@ -37,6 +37,21 @@ no bAbI graphs: its master branch (WikiHop) builds the mention edges above; its 
 loader (utils/MiniBatchLoader.py at commit 1dbe71d) reads precomputed token triples from
 .coref_onehot files whose construction is not released.
 
+Segment order (graphs.order): "random" is §3.3's one random permutation per
+item; "document_query" is what the released code does -- bdhingra/coref-gru (lambada branch)
+model/GA.py, Model.__init__: the forward CorefGRU reads the document, then the query with
+``mem_init=dmem[:,-1,:,:]`` (the document's chain memory carried into the query), and the
+backward one reads the query, then the document -- i.e. the one concatenation [context, query]
+decomposed both ways; "query_document" is the reverse. Fixed orders are an ablation beside the
+paper's, written as their own graph run (tasks/graphs/stage.py graph_run).
+
+Mention span (graphs.mention_span): "annotated" keeps the annotation's spans, whose noun
+phrases include the determiner ("the kitchen", tasks/annotation/annotators/entity_id.py);
+"no_determiner" drops a leading "the"/"a"/"an" from every mention longer than one token, so a
+coreference edge enters the chain's next mention at its noun and the one-hot chain feature
+marks the noun only. The paper does not say which span its bAbI links use ("we connect
+consecutive mentions of the same entity", §4.2); an ablation, like the two above.
+
 Edge types live in a registry (EDGE_TYPES); a type builds its original edges E_0 from the
 concatenated sequence, so hypernymy or dependency edges can be added without touching the
 decomposition.
@@ -62,6 +77,11 @@ Edge = tuple[int, int]  # (source, target) token indices of the concatenated seq
 
 ON_CONFLICT = ("error", "nearest")
 PLACEMENTS = ("paper", "sentence")  # where a coreference edge leaves/enters (module docstring)
+ORDERS = ("random", "document_query", "query_document")  # segment order (module docstring)
+MENTION_SPANS = ("annotated", "no_determiner")  # mention span (module docstring)
+# leading words "no_determiner" drops; the same set as the entity-id annotator's DETERMINERS
+# (tasks/annotation/annotators/entity_id.py), repeated so the graph stage does not import it
+DETERMINERS = frozenset({"the", "a", "an"})
 SENTENCE_ENDS = frozenset({".", "?", "!"})
 DEFAULT_EDGE_TYPES = ("sequential", "coreference")
 
@@ -446,11 +466,31 @@ def build_graph(
     return decompose(seq, edge_types, on_conflict=on_conflict)
 
 
-def segment_order(item_id: str, seed: int, names: Sequence[str]) -> list[str]:
-    """One seeded random permutation of an item's sequences (§3.3), fixed by (seed, item)."""
-    order = list(names)
-    seeded_rng("graphs", seed, item_id).shuffle(order)
-    return order
+def segment_order(
+    item_id: str, seed: int, names: Sequence[str], order: str = "random"
+) -> list[str]:
+    """The order of an item's sequences: one seeded random permutation fixed by (seed, item)
+    (§3.3), or a fixed order (ORDERS; "document" is the context segment)."""
+    if order not in ORDERS:
+        raise GraphError(f"segment order must be one of {ORDERS}, not {order!r}")
+    if order != "random":
+        fixed = ["context", "query"] if order == "document_query" else ["query", "context"]
+        return [n for n in fixed if n in names] + [n for n in names if n not in fixed]
+    out = list(names)
+    seeded_rng("graphs", seed, item_id).shuffle(out)
+    return out
+
+
+def trim_determiners(spans: Iterable[Span], tokens: Sequence[str], stats: Counter) -> list[Span]:
+    """Mention span "no_determiner": a leading determiner (DETERMINERS) dropped from every
+    mention longer than one token; spans that become equal are one (sorted, deduplicated)."""
+    out: set[Span] = set()
+    for start, end, cluster in spans:
+        if end - start > 1 and start < len(tokens) and str(tokens[start]).lower() in DETERMINERS:
+            start += 1
+            stats["mention_determiners_dropped"] += 1
+        out.add((start, end, cluster))
+    return sorted(out)
 
 
 # --------------------------------------------------------------------------- tables
@@ -558,19 +598,27 @@ def build_graphs(
     on_conflict: str = "error",
     annotator: str | None = None,
     placement: str = "paper",
+    order: str = "random",
+    mention_span: str = "annotated",
 ) -> GraphBuild:
     """GRAPHS rows for a corpus: one per item (context prefix + query, §3.3) where the corpus
     has items, else one per document. Rows are sorted by graph_id. `placement`: where a
-    coreference edge leaves and enters a mention (PLACEMENTS, module docstring).
+    coreference edge leaves and enters a mention (PLACEMENTS); `order`: the segment order
+    (ORDERS); `mention_span`: the annotation's spans or without their determiner
+    (MENTION_SPANS); see the module docstring.
 
     Item graphs: the context is the first context_end tokens of the item's document; document
     mentions crossing context_end are dropped and counted (stats
     "mentions_crossing_context_end"); query mentions (same cluster space) index the query.
     The order [context, query] or [query, context] is drawn once per item from (seed,
-    item_id); an empty sequence (LAMBADA's query) is left out, so such graphs hold the context
-    alone.
+    item_id), or fixed by `order`; an empty sequence (LAMBADA's query) is left out, so such
+    graphs hold the context alone.
     """
     edge_types = with_placement(edge_types, placement)
+    if order not in ORDERS:
+        raise GraphError(f"segment order must be one of {ORDERS}, not {order!r}")
+    if mention_span not in MENTION_SPANS:
+        raise GraphError(f"mention span must be one of {MENTION_SPANS}, not {mention_span!r}")
     docs = {r["doc_id"]: r for r in as_rows(documents)}
     item_rows = as_rows(items)
     doc_mentions = group_mentions(mentions, annotator=annotator)
@@ -585,6 +633,8 @@ def build_graphs(
             raise GraphError(
                 f"mentions: span [{bad[0][0]}, {bad[0][1]}) beyond document {doc_id} ({n} tokens)"
             )
+        if mention_span == "no_determiner":
+            doc_mentions[doc_id] = trim_determiners(spans, docs[doc_id]["tokens"], stats)
     rows: list[dict[str, Any]] = []
     if item_rows:
         known = {r["item_id"] for r in item_rows}
@@ -603,15 +653,18 @@ def build_graphs(
                 )
             kept, crossing = clip_mentions(doc_mentions.get(doc["doc_id"], ()), end)
             stats["mentions_crossing_context_end"] += crossing
+            q_spans = q_mentions.get(item["item_id"], ())
+            if mention_span == "no_determiner":
+                q_spans = trim_determiners(q_spans, item["query"], stats)
             segs = {
                 "context": Segment("context", doc["tokens"][:end], kept),
-                "query": Segment("query", item["query"], q_mentions.get(item["item_id"], ())),
+                "query": Segment("query", item["query"], q_spans),
             }
             names = [name for name in ("context", "query") if segs[name].tokens]
-            order = segment_order(item["item_id"], seed, names)
-            stats[f"order_{'+'.join(order)}"] += 1
+            segments = segment_order(item["item_id"], seed, names, order)
+            stats[f"order_{'+'.join(segments)}"] += 1
             graph = build_graph(
-                [segs[name] for name in order],
+                [segs[name] for name in segments],
                 edge_types=edge_types,
                 on_conflict=on_conflict,
                 graph_id=item["item_id"],
@@ -635,7 +688,10 @@ def build_graphs(
     rows.sort(key=lambda r: r["graph_id"])
     stats["graphs"] = len(rows)
     stats["tokens"] = sum(len(r["tokens"]) for r in rows)
-    metadata = graph_metadata(edge_types, seed=seed, on_conflict=on_conflict)
+    variant = {"segment_order": order} if order != "random" else {}
+    if mention_span != "annotated":
+        variant["mention_span"] = mention_span
+    metadata = graph_metadata(edge_types, seed=seed, on_conflict=on_conflict, **variant)
     return GraphBuild(rows, metadata, stats)
 
 
@@ -644,6 +700,8 @@ __all__ = [
     "PLACEMENTS",
     "EDGE_TYPES",
     "Concatenation",
+    "MENTION_SPANS",
+    "ORDERS",
     "EdgeType",
     "Graph",
     "GraphBuild",
@@ -663,4 +721,5 @@ __all__ = [
     "segment_order",
     "sequential_edges",
     "token_chains",
+    "trim_determiners",
 ]

@@ -27,7 +27,7 @@ from tasks.core.schema import (
     MENTIONS,
     QUERY_MENTIONS,
 )
-from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.graphs.dags import build_graphs
 from tasks.graphs.views import build_corelm_view, build_entitynlm_view
 
@@ -39,20 +39,29 @@ class GraphSettings:
     """params.yaml graphs (graphs@<run>)."""
 
     seed: int = 13  # per-item order of context and query (MAGE §3.3)
-    edge_types: list[str] = field(default_factory=lambda: ["sequential", "coreference"])
+    edge_types: list[str] = bounded(["sequential", "coreference"], min_items=1)
     on_conflict: Literal["error", "nearest"] = "nearest"
     # where a coreference edge leaves/enters a mention (tasks/graphs/dags.py PLACEMENTS);
     # "sentence" is an ablation the paper does not have, written as graphs@<run>-sentence
     coref_placement: Literal["paper", "sentence"] = "paper"
+    # segment order (dags.py ORDERS): "random" is §3.3's; document_query is the authors'
+    # released code (coref-gru GA.py), written as graphs@<run>-document-query (graph_run)
+    order: Literal["random", "document_query", "query_document"] = "random"
+    # mention spans (dags.py MENTION_SPANS): the annotation's, or without a leading
+    # determiner, written as graphs@<run>-no-determiner
+    mention_span: Literal["annotated", "no_determiner"] = "annotated"
 
 
 @dataclass
 class EntityNLMViewSettings:
     """params.yaml view_entitynlm (view_entitynlm@<run>)."""
 
-    l_max: int = 25  # Ji et al. 2017: longest mention length
+    l_max: int = bounded(25, ge=1)  # Ji et al. 2017: longest mention length
     long_mentions: Literal["truncate", "skip"] = "truncate"
     drop_singletons_for: list[str] = field(default_factory=list)  # CoNLL-style corpora
+    # nested mentions (views.resolve_nesting): the enclosing one (Ji et al. §4) or the inner
+    # heads; entity_prediction.nested must name the same rule, so slots are view mentions
+    nested: Literal["enclosing", "heads"] = "enclosing"
 
 
 @dataclass
@@ -60,7 +69,7 @@ class CoreLMViewSettings:
     """params.yaml view_corelm (view_corelm@<run>)."""
 
     id_scope: Literal["corpus", "document"] = "corpus"
-    max_entities: int | None = None
+    max_entities: int | None = bounded(None, ge=1)
     drop_singletons: bool = False
 
 
@@ -121,14 +130,36 @@ def _write(run: str, stage: str, kind: str, rows: Any, meta: Mapping, report: di
 def placement_run(run: str, placement: str) -> str:
     """The graph run of a placement: <run> for the paper's, <run>-<placement> otherwise, so the
     tables sit side by side (data/graphs/<run>-sentence/graphs.parquet)."""
-    return run if placement == "paper" else f"{run}-{placement}"
+    return graph_run(run, placement=placement)
 
 
-def build_mage_graphs(run: str, placement: str | None = None) -> dict[str, Any]:
+def graph_run(
+    run: str, *, placement: str = "paper", order: str = "random", mention_span: str = "annotated"
+) -> str:
+    """The graph run of a variant: <run> with a suffix per setting off the paper's reading, in
+    the order placement, order, span (babi-sentence-document-query-no-determiner), so every
+    cell of an order x placement x span grid has its own table beside the paper's."""
+    suffixes = [
+        value.replace("_", "-")
+        for value, paper in ((placement, "paper"), (order, "random"), (mention_span, "annotated"))
+        if value != paper
+    ]
+    return "-".join([run, *suffixes])
+
+
+def build_mage_graphs(
+    run: str,
+    placement: str | None = None,
+    order: str | None = None,
+    mention_span: str | None = None,
+) -> dict[str, Any]:
     """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed; with a
-    coreference placement other than the paper's, written as graphs@<run>-<placement>."""
+    coreference placement, segment order or mention span other than the paper's (arguments,
+    else params.yaml graphs), written as graphs@<graph_run(...)>."""
     cfg = _settings("graphs")
     placement = placement or cfg["coref_placement"]
+    order = order or cfg["order"]
+    mention_span = mention_span or cfg["mention_span"]
     data = _inputs(run, items=True)
     graphs = build_graphs(
         data["documents"],
@@ -139,12 +170,16 @@ def build_mage_graphs(run: str, placement: str | None = None) -> dict[str, Any]:
         edge_types=cfg["edge_types"],
         on_conflict=cfg["on_conflict"],
         placement=placement,
+        order=order,
+        mention_span=mention_span,
     )
     _log_dropped(run, "graphs", graphs.stats)
-    log.info("%s: %d graphs (coreference placement %s)", run, len(graphs.rows), placement)
+    log.info("%s: %d graphs (coreference placement %s, segment order %s, mention span %s)",
+             run, len(graphs.rows), placement, order, mention_span)  # fmt: skip
     report = {"graphs": len(graphs.rows), "graph_stats": dict(sorted(graphs.stats.items()))}
     meta = {**_meta(run, data["entry"]), **graphs.metadata}
-    return _write(placement_run(run, placement), "graphs", GRAPHS, graphs.rows, meta, report)
+    out = graph_run(run, placement=placement, order=order, mention_span=mention_span)
+    return _write(out, "graphs", GRAPHS, graphs.rows, meta, report)
 
 
 def build_entitynlm(run: str) -> dict[str, Any]:
@@ -157,6 +192,7 @@ def build_entitynlm(run: str) -> dict[str, Any]:
         l_max=cfg["l_max"],
         long_mentions=cfg["long_mentions"],
         drop_singletons=data["entry"]["corpus"] in cfg["drop_singletons_for"],
+        nested=cfg["nested"],
     )
     _log_dropped(run, "entitynlm", view.stats)
     log.info("%s: %d EntityNLM documents", run, len(view.rows))

@@ -1,7 +1,9 @@
 """Per-token views of coreference for the language-model papers, and MAGE's one-hot features.
 
 - EntityNLM (Ji et al. 2017, papers/000 §2.1, §4 "Data preprocessing"): R_t, E_t, L_t per
-  token. Embedded mentions: "only the enclosing entity mention is kept"; CoNLL singletons are
+  token. Embedded mentions: `resolve_nesting`, the one rule the view and the entity-prediction
+  slots (tasks/evaluation/entity_prediction.py) share; default "enclosing" (§4: "only the
+  enclosing entity mention is kept"), "heads" keeps the innermost spans; CoNLL singletons are
   ignored ("ignore the singleton mentions", §4); l_max = 25 (§2.1, "an empirical value derived
   from the training corpora"). The paper does not say what happens to a longer mention; we
   truncate it to its first l_max tokens (its remaining tokens become R=0 tokens) and count
@@ -30,6 +32,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from tasks.graphs.dags import Span, as_rows, group_mentions
 
 L_MAX = 25  # Ji et al. 2017 §2.1
 LONG_MENTIONS = ("truncate", "skip")
+NESTED_RULES = ("enclosing", "heads")
 ID_SCOPES = ("corpus", "document")
 
 
@@ -83,6 +87,52 @@ def nesting_layers(spans: Iterable[Span]) -> tuple[list[list[Span]], int]:
     return layers, crossing
 
 
+def resolve_nesting(spans: Iterable[Span], rule: str = "enclosing") -> tuple[list[Span], Counter]:
+    """Disjoint mentions out of possibly nested ones, in text order: the one rule shared by the
+    EntityNLM view (training) and the entity-prediction slots (test), so a model is never
+    trained on one kind of span and asked about another.
+
+    - "enclosing" (Ji et al. 2017 §4, stated for CoNLL: "For embedded mentions, only the
+      enclosing entity mention is kept"): nesting depth 0 of `nesting_layers`.
+    - "heads": every span that encloses another is dropped, the innermost spans stay (InScript
+      labels NP heads; a compound label over a labelled head, "tire tool" over "tool",
+      mostly lies outside every chain while the head is linked).
+    Either way a span listed for two clusters keeps the smaller cluster id, and of two
+    crossing spans (overlap, neither inside the other) the later one is dropped. Stats:
+    duplicate_spans_dropped, crossing_mentions_dropped, and embedded_mentions_dropped
+    ("enclosing") or enclosing_mentions_dropped ("heads").
+    """
+    if rule not in NESTED_RULES:
+        raise CorefreproError(f"nested must be one of {NESTED_RULES}, not {rule!r}")
+    stats: Counter = Counter()
+    first: dict[tuple[int, int], int] = {}
+    for start, end, cluster in sorted(set(spans)):
+        first.setdefault((start, end), cluster)
+    unique = [(s, e, c) for (s, e), c in first.items()]
+    stats["duplicate_spans_dropped"] = len(set(spans)) - len(unique)
+    if rule == "heads":
+        bounds = sorted(first)
+        inner = [m for m in unique if not _encloses_another((m[0], m[1]), bounds)]
+        stats["enclosing_mentions_dropped"] = len(unique) - len(inner)
+        unique = inner
+    layers, crossing = nesting_layers(unique)
+    stats["crossing_mentions_dropped"] = crossing
+    stats["embedded_mentions_dropped"] = sum(len(layer) for layer in layers[1:])
+    return (layers[0] if layers else []), stats
+
+
+def _encloses_another(span: tuple[int, int], bounds: Sequence[tuple[int, int]]) -> bool:
+    """Whether another of the sorted (start, end) bounds lies inside span."""
+    s, e = span
+    i = bisect.bisect_left(bounds, (s, -1))
+    for t, u in bounds[i:]:
+        if t >= e:
+            return False
+        if (t, u) != span and u <= e:
+            return True
+    return False
+
+
 def _drop_singletons(spans: Sequence[Span]) -> tuple[list[Span], int]:
     size = Counter(c for _, _, c in spans)
     kept = [m for m in spans if size[m[2]] > 1]
@@ -119,9 +169,11 @@ def entitynlm_row(
     l_max: int = L_MAX,
     drop_singletons: bool = False,
     long_mentions: str = "truncate",
+    nested: str = "enclosing",
     stats: Counter | None = None,
 ) -> dict[str, Any]:
-    """R/E/L of one document (Ji et al. 2017 §2.1) as an ENTITYNLM_VIEW row."""
+    """R/E/L of one document (Ji et al. 2017 §2.1) as an ENTITYNLM_VIEW row; nested: the
+    rule of `resolve_nesting`."""
     if long_mentions not in LONG_MENTIONS:
         raise CorefreproError(f"long_mentions must be one of {LONG_MENTIONS}")
     if l_max < 1:
@@ -132,15 +184,15 @@ def entitynlm_row(
     if drop_singletons:  # on the annotation's clusters, before nesting (§4: CoNLL has none)
         spans, dropped = _drop_singletons(spans)
         stats["singleton_mentions_dropped"] += dropped
-    layers, crossing = nesting_layers(spans)
-    stats["crossing_mentions_dropped"] += crossing
-    stats["embedded_mentions_dropped"] += sum(len(layer) for layer in layers[1:])
+    kept, dropped = resolve_nesting(spans, nested)
+    stats.update({k: v for k, v in dropped.items() if k != "duplicate_spans_dropped"})
+    stats["embedded_mentions_dropped"] += dropped["duplicate_spans_dropped"]
     n = len(doc["tokens"])
     is_mention = [False] * n
     entity = [-1] * n
     remaining = [0] * n
     index: dict[int, int] = {}  # cluster -> entity index, in order of first kept mention
-    for start, end, cluster in layers[0] if layers else []:
+    for start, end, cluster in kept:
         if end - start > l_max:
             if long_mentions == "skip":
                 stats["long_mentions_skipped"] += 1
@@ -175,6 +227,7 @@ def build_entitynlm_view(
     l_max: int = L_MAX,
     drop_singletons: bool = False,
     long_mentions: str = "truncate",
+    nested: str = "enclosing",
     annotator: str | None = None,
 ) -> ViewBuild:
     """ENTITYNLM_VIEW rows, one per document, sorted by doc_id."""
@@ -187,6 +240,7 @@ def build_entitynlm_view(
             l_max=l_max,
             drop_singletons=drop_singletons,
             long_mentions=long_mentions,
+            nested=nested,
             stats=stats,
         )
         for d in docs
@@ -298,6 +352,7 @@ def one_hot_chains(chain: Sequence[int], max_chains: int | None = None) -> tuple
 
 __all__ = [
     "L_MAX",
+    "NESTED_RULES",
     "ViewBuild",
     "build_corelm_view",
     "build_entitynlm_view",
@@ -305,4 +360,5 @@ __all__ = [
     "entitynlm_row",
     "nesting_layers",
     "one_hot_chains",
+    "resolve_nesting",
 ]

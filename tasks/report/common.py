@@ -123,6 +123,9 @@ class Measured:
     budget: str  # epochs run
     device: str
     comparable: bool = True  # False: the paper measured other data (no delta is taken)
+    # its key in metrics/summary/<family>.json (a headline figure: `asl_f1`); None: the
+    # report's tables only. Rows sharing a key are one figure: their mean (a bAbI table)
+    short: str | None = None
 
     @property
     def delta(self) -> float | None:
@@ -135,11 +138,27 @@ class Measured:
 
 
 def summary_metrics(rows: Sequence[Measured]) -> dict[str, Any]:
-    """metrics/summary/<family>.json: the DVC metrics of a family, short (ours, paper, delta)."""
+    """metrics/summary/<family>.json, the DVC metrics of a family: its headline figures only
+    (the rows with a `short` key), each {"ours", "paper"}, so that `dvc metrics show` and
+    `dvc exp show` stay a few short columns; splits, deltas and every other number are in the
+    report. Rows under one key give their mean: ours over the rows we measured, the paper's
+    over the same rows (None when the paper lacks one of them)."""
+    groups: dict[str, list[Measured]] = {}
+    for r in rows:
+        if r.short and r.ours is not None:
+            groups.setdefault(r.short, []).append(r)
     return {
-        r.key(): {"ours": r.ours, "paper": r.paper, "delta": r.delta, "split": r.split}
-        for r in rows
+        key: {"ours": _mean([r.ours for r in group]), "paper": _mean([r.paper for r in group])}
+        for key, group in sorted(groups.items())
     }
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The one value, or the mean of several (2 decimals); None if any is None."""
+    if None in values:
+        return None
+    numbers = [v for v in values if v is not None]
+    return numbers[0] if len(numbers) == 1 else round(sum(numbers) / len(numbers), 2)
 
 
 def fold(summary: str, lines: Sequence[str]) -> list[str]:

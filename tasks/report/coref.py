@@ -208,6 +208,7 @@ def measured(tables: Sequence[Mapping], coref: Mapping[str, Run]) -> list[Measur
                 budget=f"{max((e for e in epochs if e), default=DASH)} epochs",
                 device=str(m.get("device") or DASH),
                 comparable="ontonotes" in str(m.get("dataset") or ""),  # the paper's data
+                short=f"{encoder}_f1",
             )
         )
     return out

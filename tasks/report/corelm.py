@@ -6,6 +6,15 @@ train_corelm.backbone names (stated in every table): SmolLM2 numbers are that ba
 never GPT-2's. Perplexity is word-level (per whitespace word, the paper's "per word
 prediction"); token-level figures stay in the metrics files. A missing number is "—".
 
+Which measurement fills which cell (papers/003 §4: "The entity-aware fine-tuned LM is
+evaluated on GUMBY, using the created entity representations during Fine-Tuning and in a
+Zero-Shot setting, without any further training, on LAMBADA, WikiText2, WikiText103"; App. A:
+"During Zero-Shot evaluation we do not use any entity information"): CoreLM's held-out cell is
+scored with the training corpora's entities (metrics key "corelm+coref" of `heldout`), its
+zero-shot cells without; the no-entity held-out figure is printed under Table 1. The
+"CoreLM + coreference" row holds the zero-shot corpora scored with a coreference run's
+entities (Table 2's row of the paper).
+
     python -m tasks.report.corelm [metrics dir] [artifacts dir]    # prints the section
 """
 
@@ -49,8 +58,11 @@ def _ppl(runs: Mapping[str, dict], row: str, column: str) -> Any:
     model, coref = row.split("+")[0], "+coref" in row
     m = runs.get(model) or {}
     name = model + ("+coref" if coref else "")
-    if column == "gumby":
-        return _get(m, "heldout", name, "word_perplexity")
+    if column == "gumby":  # CoreLM: with the corpora's own entities (module docstring)
+        if coref:
+            return None
+        with_entities = _get(m, "heldout", f"{model}+coref", "word_perplexity")
+        return with_entities if model == "corelm" else _get(m, "heldout", name, "word_perplexity")
     if column == "wikitext2":
         return _get(m, "wikitext2", name, "word_perplexity")
     if column == "lambada":
@@ -79,8 +91,30 @@ def _budget(runs: Mapping[str, dict]) -> list[str]:
             of = f" of {batch} windows" if batch else ""
             out.append(f"{model}: {t.get('steps')} steps{of} ({t.get('epochs')} epochs, "
                        f"{t.get('train_tokens_per_epoch')} tokens/epoch), "
-                       f"mode {runs[model].get('mode')}")  # fmt: skip
+                       f"mode {runs[model].get('mode')}{_choices(runs[model])}")  # fmt: skip
     return out
+
+
+def _choices(m: Mapping[str, Any]) -> str:
+    """The readings a run was trained under (models/corelm/train.py), where it says."""
+    if m.get("ft_backbone"):
+        return f", backbone {m['ft_backbone']}"
+    g = m.get("gating") or {}
+    keys = ("entity_vectors", "mention_mean", "gate", "norm")
+    return (", " + ", ".join(f"{k} {g[k]}" for k in keys if k in g)) if g else ""
+
+
+def _heldout_note(runs: Mapping[str, dict]) -> list[str]:
+    """Which split the held-out column is and CoreLM's held-out figure without entities."""
+    split = next((m.get("heldout_split") for m in runs.values() if m.get("heldout_split")), None)
+    plain = _get(runs, "corelm", "heldout", "corelm", "word_perplexity")
+    notes = []
+    if split:
+        notes.append(f"held-out = the `{split}` split of the fine-tuning data (checkpoints are "
+                     "selected on `dev`)")  # fmt: skip
+    if plain is not None:
+        notes.append(f"CoreLM on the held-out split without entities: {_fmt(plain)}")
+    return ["", "Held-out column: " + "; ".join(notes) + "."] if notes else []
 
 
 def render_section(runs: Mapping[str, dict], paper: Mapping[str, Any]) -> list[str]:
@@ -101,6 +135,7 @@ def render_section(runs: Mapping[str, dict], paper: Mapping[str, Any]) -> list[s
             ours = _fmt(_ppl(runs, row, col))
             cells.append(f"{ours} / {_fmt(paper_row[k]) if paper_row else DASH}")
         lines.append(_line(cells))
+    lines += _heldout_note(runs)
     lines += ["", "Table 2, accuracy % (ours full-word, ours last-BPE-token / paper):", "",
               _line(["model", "LAMBADA", "CBT-CN", "CBT-NE", "CBT-V", "CBT-P"]),
               _line(["---"] * 6)]  # fmt: skip
@@ -182,15 +217,18 @@ def measured(tables: Any, runs: Mapping[str, dict]) -> list[Measured]:
             k = t1["columns"].index(col)
             out.append(Measured(table="Table 1", what=f"`{model}` ({m.get('backbone')})",
                                 metric=f"{label} word ppl", ours=_ppl(runs, model, col),
-                                paper=p1[k] if p1 else None, split="held-out / valid",
+                                paper=p1[k] if p1 else None,
+                                split=f"{m.get('heldout_split') or 'held-out'} / valid",
+                                short=f"{model}_ppl" if col == "gumby" else None,
                                 **common_))  # fmt: skip
         for convention in ("full_word", "last_token"):
             acc = _acc(runs, model, "lambada", convention)
             out.append(Measured(table="Table 2", what=f"`{model}` ({m.get('backbone')})",
                                 metric=f"LAMBADA acc % ({convention})",
                                 ours=None if acc is None else round(100 * acc, 2),
-                                paper=p2[0] if p2 else None,
-                                split="LAMBADA dev", **common_))  # fmt: skip
+                                paper=p2[0] if p2 else None, split="LAMBADA dev",
+                                short=f"{model}_lambada_acc" if convention == "full_word"
+                                else None, **common_))  # fmt: skip
     return [r for r in out if r.ours is not None]
 
 

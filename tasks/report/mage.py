@@ -534,7 +534,9 @@ def _paper_value(table: Mapping, run: Run) -> float | None:
 
 def measured(tables: Sequence[Mapping], runs: Sequence[Run]) -> list[Measured]:
     """Per reader run: the selected seed's test error % (or accuracy, as the paper table prints
-    it) beside the paper's, with its data, seeds, epochs and device."""
+    it) beside the paper's, with its data, seeds, epochs and device. Headline (metrics/summary):
+    a model's mean error over the tasks of a bAbI table we measured (`ga-mage16_babi_err`),
+    else the run's own number (`ga_lambada_acc`, `bigru_syn2_err`)."""
     out = []
     for run in runs:
         table = next((t for t in tables if t["kind"] != "runs" and _matches(t, run)), None)
@@ -555,9 +557,18 @@ def measured(tables: Sequence[Mapping], runs: Sequence[Run]) -> list[Measured]:
                 seeds=m.get("seeds"),
                 budget=f"{m.get('epochs_run', DASH)} epochs (best {m.get('best_epoch', DASH)})",
                 device=str(m.get("device") or DASH),
+                short=_short(table, run),
             )
         )
     return out
+
+
+def _short(table: Mapping | None, run: Run) -> str:
+    """The run's key in metrics/summary/mage.json (a bAbI table's runs share one per model)."""
+    if table is not None and table["kind"] == "babi":
+        return f"{run.model}_{table['id'].removeprefix('mage-')}_err"
+    accuracy = table is not None and table["kind"] == "accuracy"
+    return f"{run.model}_{run.task}_{'acc' if accuracy else 'err'}"
 
 
 def table_matches(table: Mapping, runs: Sequence[Run]) -> bool:

@@ -46,6 +46,8 @@ from tasks.core.checkpoints import (
     pick_device,
     save_checkpoint,
 )
+from tasks.core.errors import CorefreproError
+from tasks.core.settings import bounded
 from tasks.core.storage import write_metrics
 from tasks.core.tracking import log_checkpoint
 
@@ -60,25 +62,20 @@ RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "amp", "max_
 class LoopSettings:
     """What the loop reads of a family's train settings (a family's class extends this)."""
 
-    epochs: int = 20
-    patience: int | None = 5  # epochs without a better dev value before stopping (None: never)
-    max_time_s: float | None = None  # stop after the epoch that passes this wall time
-    clip: float = 5.0  # max gradient norm
-    accumulate: int = 1  # batches per optimizer step (gradient accumulation): an effective
-    # batch of accumulate x the family's batch size in the memory of one batch
+    epochs: int = bounded(20, ge=1)
+    patience: int | None = bounded(5, ge=1)  # epochs without a better dev value before
+    # stopping (None: never)
+    max_time_s: float | None = bounded(None, gt=0)  # stop after the epoch that passes this
+    clip: float = bounded(5.0, gt=0)  # max gradient norm
+    accumulate: int = bounded(1, ge=1)  # batches per optimizer step (gradient accumulation):
+    # an effective batch of accumulate x the family's batch size in the memory of one batch
     device: Literal["auto", "cpu", "cuda"] = "auto"
     amp: bool = True  # autocast on CUDA
     amp_dtype: Literal["bfloat16", "float16"] = "bfloat16"  # float16 adds a GradScaler
-    threads: int | None = None  # torch intra-op threads (None: leave as is)
-    log_every_s: float = 60.0  # in-epoch progress lines when not on a terminal
+    threads: int | None = bounded(None, ge=1)  # torch intra-op threads (None: leave as is)
+    log_every_s: float = bounded(60.0, ge=0)  # in-epoch progress lines when not on a terminal
     resume: bool = False  # continue from last.pt when its fingerprint matches
     seed: int = 1
-
-    def __post_init__(self) -> None:
-        if self.accumulate < 1:
-            raise ValueError(
-                f"accumulate: must be >= 1 (batches per optimizer step), got {self.accumulate}"
-            )
 
 
 @dataclass
@@ -408,6 +405,8 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         if len(lanes) == 1 and not _lane_count(recipe):
             lanes[0].state = _resume(recipe, optimizer, scheduler, scaler, last, expected, settings)
             resumed_from = lanes[0].state.epoch
+        for lane in lanes:
+            _drop_stale_best(lane)
         while running := [lane for lane in lanes if lane.active(settings)]:
             _run_epoch(recipe, lanes, optimizer, scheduler, scaler, precision, settings)
             if settings.resume:
@@ -416,6 +415,7 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
                 lane.state.stopped_early = _should_stop(lane.state, settings, started, lane.name)
         for lane in lanes:
             write_metrics(lane.out_dir / HISTORY, jsonable(lane.state.history))
+            _check_selected(lane)
     if len(lanes) == 1 and lanes[0].log_metrics is not None:  # a tracked run: the best
         log_checkpoint(lanes[0].out_dir / BEST)  # checkpoint goes with its curves
     return [
@@ -431,6 +431,27 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         )
         for lane in lanes
     ]
+
+
+class NoCheckpointError(CorefreproError):
+    """A training run ended without selecting a checkpoint of its own."""
+
+
+def _drop_stale_best(lane: _Lane) -> None:
+    """A run from scratch removes an earlier run's best.pt first (DVC keeps `persist` outs in
+    place): its scores must never be reported as this run's."""
+    stale = lane.out_dir / BEST
+    if lane.state.epoch == 0 and stale.exists():
+        log.info("%s: removing %s of an earlier run before training from scratch", lane.name, stale)
+        stale.unlink()
+
+
+def _check_selected(lane: _Lane) -> None:
+    if lane.state.best_epoch < 1 or not (lane.out_dir / BEST).exists():
+        raise NoCheckpointError(
+            f"{lane.name}: no epoch selected a checkpoint in {lane.out_dir} (epochs run: "
+            f"{lane.state.epoch}); nothing to evaluate"
+        )
 
 
 def _run_epoch(recipe, lanes: list[_Lane], optimizer, scheduler, scaler, precision,

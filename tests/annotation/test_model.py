@@ -36,10 +36,12 @@ class Tiny(Annotator):
 
 
 @pytest.fixture(autouse=True)
-def _allow_test_factories(monkeypatch):
-    """The factories of these tests are allowed explicitly, as a user allows a plug-in."""
+def _allow_test_factories(monkeypatch, tmp_path):
+    """The factories and checkpoint folder of these tests are allowed explicitly, as a user
+    allows a plug-in and a checkpoint outside artifacts/."""
     specs = [FACTORY, *(f for f, _ in BAD_FACTORIES)]
     monkeypatch.setenv("COREFREPRO_ANNOTATOR_FACTORIES", ",".join(specs))
+    monkeypatch.setenv("COREFREPRO_CHECKPOINT_ROOTS", str(tmp_path))
 
 
 def tiny_factory(settings: dict) -> Tiny:
@@ -107,6 +109,35 @@ def test_missing_checkpoint_says_train_it(tmp_path):
     with pytest.raises(CorefreproError) as err:
         annotators.get("model", {"factory": FACTORY, "checkpoint": str(missing)})
     assert str(missing) in str(err.value) and "dvc repro train_coref@asl" in str(err.value)
+
+
+@pytest.mark.parametrize("checkpoint", ["/etc/passwd", "../../x", "artifacts/../params.yaml"])
+def test_a_checkpoint_outside_the_artifacts_is_refused_before_any_load(checkpoint):
+    """Issue #30.2: `checkpoint: /etc/passwd` or `../../x` was read (an IndexError traceback);
+    a checkpoint is unpickled, so only artifacts/ and allowed folders are read."""
+    made.clear()
+    with pytest.raises(CorefreproError) as err:
+        annotators.get("model", {"factory": FACTORY, "checkpoint": checkpoint})
+    assert str(err.value).startswith(
+        f"annotate.annotators.model.checkpoint: {checkpoint!r} is outside the project's artifacts"
+    )
+    assert "COREFREPRO_CHECKPOINT_ROOTS" in str(err.value) and made == []
+
+
+def test_a_link_out_of_the_artifacts_is_refused(tmp_path, monkeypatch):
+    from tasks.core.config import REPO_ROOT
+    from tasks.core.layout import check_checkpoint_path
+
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    monkeypatch.setenv("COREFREPRO_CHECKPOINT_ROOTS", str(allowed))
+    inside = REPO_ROOT / "artifacts" / "x" / "ok.pt"
+    assert check_checkpoint_path("artifacts/x/ok.pt", "s") == inside.resolve()
+    assert check_checkpoint_path(allowed / "m.pt", "s") == (allowed / "m.pt").resolve()
+    link = allowed / "link.pt"  # inside an allowed folder, pointing out of it
+    link.symlink_to("/etc/passwd")
+    with pytest.raises(CorefreproError, match="s: .* is outside the project's artifacts"):
+        check_checkpoint_path(link, "s")
 
 
 BAD_FACTORIES = [

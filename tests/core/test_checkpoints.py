@@ -46,3 +46,20 @@ def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):
     with pytest.raises(CorefreproError, match=r"best\.pt: refused: not a plain checkpoint"):
         load_checkpoint(path)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_a_damaged_checkpoint_is_one_line_naming_the_file(tmp_path, damage):
+    """Issue #30.2: a truncated or garbage .pt raised RuntimeError/KeyError/EOFError tracebacks."""
+    from tasks.core.errors import CorefreproError
+
+    path = tmp_path / "best.pt"
+    save_checkpoint(path, torch.nn.Linear(30, 20), {"size": 3})
+    whole = path.read_bytes()
+    path.write_bytes({"truncated": whole[: len(whole) // 2], "garbage": b"not a zip" * 40,
+                      "empty": b""}[damage])  # fmt: skip
+    with pytest.raises(CorefreproError) as err:
+        load_checkpoint(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: unreadable checkpoint (") and "\n" not in message
+    assert message.endswith("Remove it and rerun the stage that writes it.")

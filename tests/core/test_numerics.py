@@ -83,3 +83,36 @@ def test_a_stage_process_is_pinned_before_torch_loads():
     assert proc.returncode == 0, proc.stderr[-2000:]
     capability, threads = proc.stdout.split()
     assert (capability, threads) == ("AVX2", "1") or not numerics.host_has_pinned_level()
+
+
+def test_a_damaged_numba_cache_is_cleared_and_rebuilt(tmp_path):
+    """Issue #30.2: corrupted numba cache files gave an UnpicklingError/ValueError on every run
+    until __pycache__ was cleared by hand. The cache lives under NUMBA_CACHE_DIR (the project's
+    data/cache/numba by default) and is cleared and rebuilt on such an error."""
+    cache = tmp_path / "numba"
+    env = {**os.environ, numerics.NUMBA_CACHE_ENV: str(cache)}
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tests.core.jit_probe"], cwd=REPO_ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    first = run().stdout.strip()
+    assert float(first) > 0
+    files = [p for p in cache.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert files, "numba wrote no cache under NUMBA_CACHE_DIR"
+    for path in files:
+        path.write_bytes(b"garbage\n")
+    healed = run()
+    # the same result: the retry draws the random numbers the failed call drew
+    assert healed.returncode == 0 and healed.stdout.strip() == first, healed.stderr[-2000:]
+    assert "is unreadable" in healed.stderr and "cleared, recompiling" in healed.stderr
+    again = run()
+    assert again.stdout.strip() == first and "unreadable" not in again.stderr
+
+
+def test_stage_processes_cache_numba_code_under_the_project():
+    env = {k: v for k, v in os.environ.items() if k != numerics.NUMBA_CACHE_ENV}
+    code = "import flows, os; print(os.environ['NUMBA_CACHE_DIR'])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
+                         capture_output=True, text=True, timeout=60).stdout.strip()  # fmt: skip
+    assert out == str(REPO_ROOT / "data" / "cache" / "numba")

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tasks.core import config
+from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError
 
 # section path of the typo -> (the stage's settings loader, the key it misspells)
@@ -135,3 +136,92 @@ def test_run_and_corpus_names_that_escape_are_refused_where_params_are_parsed(ba
 
     with pytest.raises(ConfigError, match=re.escape(f"train_mage.data: '{bad}' is not a safe")):
         mage_settings()
+
+
+# Issue #30.2: bad numbers were accepted and failed later as tracebacks, some after a whole
+# training. Each is refused by the parser, naming the key, before any work.
+# (section path, key, bad value, the stage's settings loader, the expected problem)
+BAD_NUMBERS = [
+    ("train_coref.train", "lr", -0.001, "models.coref.train:settings()", "must be > 0, got -0.001"),
+    ("train_coref.train", "epochs", 0, "models.coref.train:settings()", "must be >= 1, got 0"),
+    ("train_coref.train", "decay_rate", 1.5, "models.coref.train:settings()",
+     "must be <= 1, got 1.5"),
+    ("train_coref.model", "dropout", 1.5, "models.coref.train:settings()", "must be < 1, got 1.5"),
+    ("train_coref.model", "lstm_size", 0, "models.coref.train:settings()", "must be >= 1, got 0"),
+    ("train_coref.model", "top_span_ratio", 0, "models.coref.train:settings()",
+     "must be > 0, got 0.0"),
+    ("train_coref", "seeds", [], "models.coref.train:settings()", "needs at least 1 item(s), got 0"),
+    ("kbest", "k", 0, "models.coref.kbest:settings()", "must be >= 1, got 0"),
+    ("kbest", "threads", 0, "models.coref.kbest:settings()", "must be >= 1, got 0"),
+    ("annotate", "batch_size", 0, "tasks.annotation.runs:settings()", "must be >= 1, got 0"),
+    ("annotate", "workers", 0, "tasks.annotation.runs:settings()", "must be >= 1, got 0"),
+    ("tracking", "max_checkpoint_mb", -1, "tasks.core.tracking:settings()",
+     "must be >= 0, got -1.0"),
+    ("train_corelm.train", "lr", -1e-5, "models.corelm.train:settings()",
+     "must be > 0, got -1e-05"),
+    ("train_corelm.train", "batch_size", 0, "models.corelm.train:settings()",
+     "must be >= 1, got 0"),
+    ("train_corelm.gating", "dropout", 1.5, "models.corelm.train:settings()",
+     "must be < 1, got 1.5"),
+    ("train_corelm.gating", "n_heads", 5, "models.corelm.train:settings()",
+     "5 does not divide the backbone's width 64 (train_corelm.tiny)"),
+    ("train_corelm.train", "block_size", 512, "models.corelm.train:settings()",
+     "512 is longer than the backbone's context 256 (train_corelm.tiny)"),
+    ("train_corelm.tiny", "n_head", 3, "models.corelm.train:settings()",
+     "3 does not divide n_embd 64"),
+    ("train_mage.train", "lr", -0.001, "models.mage.train:settings()", "must be > 0, got -0.001"),
+    ("train_mage.train", "batch_size", 0, "models.mage.train:settings()", "must be >= 1, got 0"),
+    ("train_mage.train", "train_from_dev", 1.0, "models.mage.train:settings()",
+     "must be < 1, got 1.0"),
+    ("train_mage.model_defaults", "dropout", 1.5, "models.mage.train:settings()",
+     "must be < 1, got 1.5"),
+    ("graphs", "edge_types", [], "tasks.graphs.stage:_settings('graphs')",
+     "needs at least 1 item(s), got 0"),
+    ("view_entitynlm", "l_max", 0, "tasks.graphs.stage:_settings('view_entitynlm')",
+     "must be >= 1, got 0"),
+    ("train_entitynlm.evaluation", "samples", 0, "models.entitynlm.train:settings()",
+     "must be >= 1, got 0"),
+    ("train_entitynlm.evaluation", "sampling_seeds", [], "models.entitynlm.train:settings()",
+     "needs at least 1 item(s), got 0"),
+    ("train_entitynlm.train", "lr", -0.001, "models.entitynlm.train:settings()",
+     "must be > 0, got -0.001"),
+    ("train_entitynlm.model", "dropout", 1.5, "models.entitynlm.train:settings()",
+     "must be < 1, got 1.5"),
+    ("rerank_entitynlm", "batch", 0, "models.entitynlm.rerank_stage:settings()",
+     "must be >= 1, got 0"),
+    ("rerank_entitynlm", "checkpoint", "/etc/passwd", "models.entitynlm.rerank_stage:settings()",
+     "'/etc/passwd' is outside the project's artifacts"),
+    ("entity_prediction.entitynlm", "checkpoint", "../../x",
+     "tasks.evaluation.entity_prediction_stage:settings()",
+     "'../../x' is outside the project's artifacts"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("section", "key", "value", "call", "problem"), BAD_NUMBERS,
+                         ids=[f"{c[0]}.{c[1]}={c[2]}" for c in BAD_NUMBERS])  # fmt: skip
+def test_a_bad_number_is_refused_naming_the_key(section, key, value, call, problem, monkeypatch):
+    data = copy.deepcopy(config.params())
+    node = data
+    for part in section.split("."):
+        node = node.setdefault(part, {})
+    node[key] = value
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    module, expr = call.split(":")
+    namespace = __import__(module, fromlist=["_"]).__dict__
+    with pytest.raises(CorefreproError) as err:
+        eval(expr, dict(namespace))  # noqa: S307 - the loader named above
+    lines = getattr(err.value, "problems", None) or str(err.value).splitlines()
+    assert any(line.startswith(f"{section}.{key}: {problem}") for line in lines), lines
+
+
+def test_slots_and_training_mentions_follow_one_nesting_rule(monkeypatch):
+    from tasks.evaluation.entity_prediction_stage import settings
+
+    data = copy.deepcopy(config.params())
+    data["entity_prediction"]["nested"] = "heads"
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    with pytest.raises(ConfigError, match=r"entity_prediction.nested: 'heads' differs from "
+                                          r"view_entitynlm.nested 'enclosing'"):  # fmt: skip
+        settings()
+    data["view_entitynlm"]["nested"] = "heads"
+    assert settings().nested == "heads"

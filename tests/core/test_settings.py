@@ -14,6 +14,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
     Name,
+    bounded,
     key_path,
     load_stage_settings,
     override_settings,
@@ -457,3 +458,42 @@ def test_params_read_floats_as_dvc_writes_them():
 
     data = load_yaml("lr: 1e-05\nsmall: -2.5E+3\nword: e5\nversion: 1.10\nn: 100\n")
     assert data == {"lr": 1e-05, "small": -2500.0, "word": "e5", "version": 1.1, "n": 100}
+
+
+@dataclass(frozen=True)
+class Ranged:
+    lr: float = bounded(0.001, gt=0)
+    dropout: float = bounded(0.1, ge=0, lt=1)
+    patience: int | None = bounded(5, ge=1)
+    seeds: list[int] = bounded([1], min_items=1)
+
+
+def test_bounds_are_checked_where_declared_with_one_line_each():
+    with pytest.raises(ConfigError) as err:
+        parse_settings(Ranged, {"lr": -1, "dropout": 1.5, "patience": 0, "seeds": []}, "t")
+    assert err.value.problems == (
+        "t.lr: must be > 0, got -1.0",
+        "t.dropout: must be < 1, got 1.5",
+        "t.patience: must be >= 1, got 0",
+        "t.seeds: needs at least 1 item(s), got 0",
+    )
+
+
+def test_bounds_pass_none_edges_and_copy_list_defaults():
+    ok = parse_settings(Ranged, {"lr": 1e-9, "dropout": 0, "patience": None, "seeds": [3]}, "t")
+    assert (ok.lr, ok.dropout, ok.patience, ok.seeds) == (1e-9, 0.0, None, [3])
+    a, b = Ranged(), Ranged()
+    assert a.seeds == [1] and a.seeds is not b.seeds
+    with pytest.raises(ConfigError, match=r"t.seeds\[0\]: expected int"):
+        parse_settings(Ranged, {"seeds": ["x"]}, "t")  # a type problem is not also a range one
+
+
+@dataclass(frozen=True)
+class RangedChild(Ranged):
+    lr: float = 0.01  # a new default only: the base's bound still holds
+
+
+def test_a_subclass_default_keeps_the_base_bounds():
+    assert RangedChild().lr == 0.01
+    with pytest.raises(ConfigError, match=r"t.lr: must be > 0, got 0.0"):
+        parse_settings(RangedChild, {"lr": 0}, "t")

@@ -195,3 +195,39 @@ def test_a_write_killed_midway_leaves_nothing_inside_the_output(tmp_path):
 def test_wall_clock_keys_are_told_by_their_unit(key, timing):
     """A bare `time_s` (once CoreLM's) slipped into a tracked file: the unit decides."""
     assert storage.is_timing(key) is timing
+
+
+def test_a_full_disk_is_one_line_naming_the_output_and_keeps_the_old_one(tmp_path):
+    """Issue #30.2: a write over `ulimit -f` kept the old output (good) but ended in a
+    traceback; now the stage says which file and why in one line (exit 2)."""
+    import resource
+    import subprocess
+    import sys
+    import textwrap
+
+    target = tmp_path / "data" / "docs" / "x" / "documents.parquet"
+    storage.write_table(target, DOCUMENTS, DOCS)
+    before = target.read_bytes()
+    script = textwrap.dedent(
+        f"""
+        from flows.runtime import run_cli
+        from tasks.core import storage
+        from tasks.core.schema import DOCUMENTS
+        rows = [dict(doc_id=f"d/{{i}}", split="train", tokens=[f"w{{i}}-{{j}}" for j in range(50)],
+                     sentence_starts=[0]) for i in range(20000)]
+        run_cli(lambda: storage.write_table({str(target)!r}, DOCUMENTS, rows))
+        """
+    )
+
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    env = {"COREFREPRO_WRITE_ROOTS": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=storage.config.REPO_ROOT,
+                          capture_output=True, text=True, preexec_fn=limit_file_size)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {target}: not written (File too large): the disk is full or a size limit was "
+        "hit; the previous version, if any, is kept. Free space and rerun the stage"
+    ]
+    assert target.read_bytes() == before

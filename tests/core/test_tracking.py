@@ -151,3 +151,32 @@ def test_a_temp_dvc_experiment_logs_to_the_main_repository_store(tmp_path):
     assert _artifacts(f"sqlite:///{repo / 'mlflow.db'}", run.info.run_id) == ["synthetic.json"]
     assert (repo / "mlartifacts").is_dir()
     assert not list((repo / ".dvc" / "tmp").glob("exps/**/mlflow.db"))
+
+
+def test_runs_log_their_stage_inputs_as_datasets(tmp_path, monkeypatch):
+    """Issue #30.3: the Dataset column of MLflow shows what each run read: the DVC stage's data
+    deps (name = path, digest = dvc.lock's md5); code deps are not datasets."""
+    from tasks.core import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("DVC_STAGE", "train_mage@bigru-syn2")
+    monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+        artifacts=str(tmp_path / "mlartifacts")))  # fmt: skip
+    entry = {"cmd": "x", "deps": [
+        {"path": "data/graphs/synthetic-gold/graphs.parquet", "md5": "0" * 32, "size": 1},
+        {"path": "models/mage/train.py", "md5": "1" * 32, "size": 1},
+        {"path": "data/docs/synthetic", "md5": "2" * 32 + ".dir", "size": 3, "nfiles": 3},
+    ]}  # fmt: skip
+    monkeypatch.setattr(tracking, "_stage_lock_entry", lambda stage: entry)
+    with tracking.tracked_run("train_mage", "bigru-syn2", dataset="synthetic/syn2", seed=1):
+        pass
+    with tracking.tracked_runs("train_mage", [{"item": "bigru-syn2", "dataset": "d", "seed": 2}]):
+        pass
+    runs = sorted(_runs(uri, "train_mage"), key=lambda r: r.info.run_name)
+    assert [r.info.run_name for r in runs] == ["train_mage@bigru-syn2/seed1",
+                                               "train_mage@bigru-syn2/seed2"]  # fmt: skip
+    for run in runs:
+        shown = [(d.dataset.name, d.dataset.digest) for d in run.inputs.dataset_inputs]
+        assert sorted(shown) == [("data/docs/synthetic", "2" * 32 + ".dir"),
+                                 ("data/graphs/synthetic-gold/graphs.parquet", "0" * 32)]  # fmt: skip

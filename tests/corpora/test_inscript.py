@@ -40,7 +40,9 @@ def test_sources_declare_every_story_once():
 
 @pytest.fixture(scope="module")
 def real(mirror_session, tmp_path_factory):
-    got = fetch_and_normalize(inscript, mirror_session, tmp_path_factory.mktemp("inscript"))
+    # every label a mention (no singleton excluded), as the MANIFEST counts them
+    got = fetch_and_normalize(inscript, mirror_session, tmp_path_factory.mktemp("inscript"),
+                              {"singleton_exclude": []})  # fmt: skip
     return got.fetched, got.out, got.documents, got.mentions
 
 
@@ -80,6 +82,17 @@ def test_manifest_counts(real):
     assert ids == sorted(ids) and ids[0] == "inscript/bath/001"
     keys = [(m["doc_id"], m["start"], m["end"], m["cluster"]) for m in norm.mentions]
     assert keys == sorted(keys)
+
+
+@pytest.mark.mirror
+def test_entity_inventory_matches_the_papers_count(mirror_session):
+    """Ji et al. 2017 §4: 24.9 entities per story. Default (NPart singletons out): 24.5 on
+    train; every singleton kept (the earlier default): 32.9."""
+    raw = mirror_session / inscript.MIRROR_DIR
+    paper = inscript.normalize(raw, {"multi_chain": "first"})
+    every = inscript.normalize(raw, {"multi_chain": "first", "singleton_exclude": []})
+    assert "entities per story: train 24.51, dev 25.30, test 26.30" in paper.notes
+    assert "entities per story: train 32.94, dev 33.04, test 33.60" in every.notes
 
 
 def _doc(norm, doc_id):
@@ -223,12 +236,14 @@ def test_handwritten_story_default(tmp_path):
     assert doc["genre"] == "bath" and doc["speakers"] is None
     assert doc["sentence_starts"] == [0, 6, 12] and len(doc["tokens"]) == 15
     assert doc["tokens"][3:5] == ["bubble", "bath"]
-    # chains 0..2 in file order; label 3 ("my") is in chains 0 and 2; singletons follow
+    # chains 0..2 in file order; label 3 ("my") is in chains 0 and 2; singletons follow,
+    # except the NPart one ("today", the inventory of Ji et al. §4's 24.9 entities per story)
     assert spans(norm) == [
-        (0, 1, 0), (3, 5, 1), (6, 7, 1), (8, 9, 0), (8, 9, 2), (9, 10, 3), (10, 11, 4), (12, 13, 2)
+        (0, 1, 0), (3, 5, 1), (6, 7, 1), (8, 9, 0), (8, 9, 2), (9, 10, 3), (12, 13, 2)
     ]  # fmt: skip
     assert all(m["annotator"] == "gold" for m in norm.mentions)
     assert any("1 labels listed in more than one chain" in n for n in norm.notes)
+    assert "entities per story: train 4.00" in norm.notes
     to_table("mentions", norm.mentions)
 
 
@@ -238,8 +253,9 @@ def test_handwritten_story_options(tmp_path):
     assert (8, 9, 2) not in spans(first) and (8, 9, 0) in spans(first)
     no_single = inscript.normalize(raw, {"singletons": False})
     assert [s for s in spans(no_single) if s[2] >= 3] == []
-    no_npart = inscript.normalize(raw, {"singleton_exclude": ["NPart"]})
-    assert (9, 10, 3) in spans(no_npart) and all(s[:2] != (10, 11) for s in spans(no_npart))
+    every = inscript.normalize(raw, {"singleton_exclude": []})  # the earlier default
+    assert (9, 10, 3) in spans(every) and (10, 11, 4) in spans(every)
+    assert "entities per story: train 5.00" in every.notes
     with pytest.raises(ValueError, match="multi_chain"):
         inscript.normalize(raw, {"multi_chain": "merge"})
 

@@ -55,14 +55,43 @@ def test_new_vs_old_follows_the_left_context_only():
     assert [s.candidates for s in got] == [(0,), (0, 5), (0, 5)]
 
 
-def test_nested_enclosing_mention_is_dropped():
-    # "tire tool" [12, 14) over its head "tool" [13, 14): only the head is a mention
+def test_nested_mentions_follow_the_views_rule():
+    # "tire tool" [12, 14) over its head "tool" [13, 14) (entity 3, linked to [16, 18))
     doc = _doc(5)
     mentions = [_m(0, 1, 0), _m(12, 14, 9), _m(13, 14, 3), _m(16, 18, 3)]
-    got = ep.slots([doc], mentions, "dev")
-    assert [(s.start, s.end, s.gold) for s in got] == [(13, 14, NEW), (16, 18, 3)]
-    kept = ep.slots([doc], mentions, "dev", ProtocolSettings(nested="keep"))
-    assert [(s.start, s.gold) for s in kept] == [(12, NEW), (13, NEW), (16, 3)]
+    got = ep.slots([doc], mentions, "dev")  # default: the enclosing span, as §4 and the view
+    assert [(s.start, s.end, s.gold, s.nested) for s in got] == [(12, 14, NEW, True),
+                                                                 (16, 18, NEW, False)]  # fmt: skip
+    assert ep.evaluate([NEW, 3], got)["nested"] == {"accuracy": 1.0, "n": 1, "correct": 1,
+                                                    "n_new": 1}  # fmt: skip
+    heads = ep.slots([doc], mentions, "dev", ProtocolSettings(nested="heads"))
+    assert [(s.start, s.end, s.gold, s.nested) for s in heads] == [(13, 14, NEW, True),
+                                                                   (16, 18, 3, False)]  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", ["enclosing", "heads"])
+def test_slots_are_the_mentions_the_entitynlm_view_keeps(rule):
+    """One nesting rule (tasks.graphs.views.resolve_nesting) for training and test: every
+    mention the slots see is a mention of the EntityNLM view built with the same rule."""
+    from tasks.graphs.views import entitynlm_row
+
+    doc = _doc(6, per_sent=5)
+    spans = [(0, 3, 0), (1, 2, 1), (4, 5, 0), (5, 9, 2), (6, 8, 3), (7, 8, 3), (8, 10, 4),
+             (15, 18, 1), (16, 17, 5), (16, 17, 2), (20, 22, 0), (21, 22, 6),
+             (25, 26, 1)]  # fmt: skip
+    ms = ep.doc_mentions([_m(*x) for x in spans], None, ProtocolSettings(nested=rule))
+    row = entitynlm_row(doc, spans, nested=rule, l_max=25)
+    view = []
+    for t, rem in enumerate(row["remaining"]):
+        if rem and (t == 0 or row["remaining"][t - 1] <= 1):
+            view.append((t, t + rem))
+    assert [(m.start, m.end) for m in ms] == view
+    # the same entities: a slot's gold is old exactly when the view links the mention back
+    ids = {m.start: m.entity for m in ms}
+    firsts = {}
+    for t, _ in view:
+        firsts.setdefault(row["entity"][t], ids[t])
+    assert all(firsts[row["entity"][t]] == ids[t] for t, _ in view)
 
 
 def test_non_participant_kinds_are_context_not_slots():
@@ -88,7 +117,10 @@ def test_evaluate_and_always_new():
     mentions = [_m(0, 1, 0), _m(12, 13, 0), _m(13, 14, 1), _m(16, 17, 2)]
     got = ep.slots([doc], mentions, "dev")
     preds = ep.predict_all(ep.AlwaysNew(), [doc], got)
-    assert ep.evaluate(preds, got) == {"accuracy": 2 / 3, "n": 3, "correct": 2, "n_new": 2}
+    out = ep.evaluate(preds, got)
+    assert {k: out[k] for k in ("accuracy", "n", "correct", "n_new")} == {
+        "accuracy": 2 / 3, "n": 3, "correct": 2, "n_new": 2}  # fmt: skip
+    assert out["nested"]["n"] == 0 and out["not_nested"]["correct"] == 2
     assert ep.evaluate([0, NEW, 0], got)["correct"] == 2
     with pytest.raises(Exception, match="2 predictions for 3 slots"):
         ep.evaluate([NEW, NEW], got)
@@ -150,12 +182,33 @@ def test_inscript_slot_counts_and_always_new(inscript_slots):
     dev = by_split["dev"]
     assert len({s.doc_id for s in dev}) == 91 and len(dev) == 2581
     always = ep.evaluate(ep.predict_all(ep.AlwaysNew(), docs, dev), dev)
-    assert (always["correct"], always["n"]) == (771, 2581)  # 29.87 %
-    assert len(by_split["train"]) == 18217
+    assert (always["correct"], always["n"]) == (852, 2581)  # 33.01 %
+    # the enclosing spans nesting decides: compounds over a head, almost all new singletons
+    assert (always["nested"]["correct"], always["nested"]["n"]) == (208, 210)
+    assert len(by_split["train"]) == 18212
     sample = by_split["test"]
     assert len({s.doc_id for s in sample}) == 10 and len(sample) == 300
-    assert sum(s.gold == NEW for s in sample) == 95  # 31.67 % on the 10-story sample
+    assert sum(s.gold == NEW for s in sample) == 110  # 36.67 % on the 10-story sample
     assert all(len([s for s in dev if s.doc_id == d]) <= 30 for d in {s.doc_id for s in dev})
+
+
+@pytest.mark.mirror
+def test_inscript_nesting_rules_change_221_dev_slots(inscript_slots, mirror_session):
+    """The earlier slot rule, "heads", replaces 221 of the 2,581 dev slots, each a head the
+    enclosing-span training view never had as a mention."""
+    from tasks.corpora import inscript
+
+    docs, by_split = inscript_slots
+    raw = mirror_session / inscript.MIRROR_DIR
+    out = inscript.normalize(raw, {"multi_chain": "first"})
+    heads = ep.slots(out.documents, out.mentions, "dev", ProtocolSettings(nested="heads"),
+                     inscript.mention_kinds(raw))  # fmt: skip
+    enclosing = {(s.doc_id, s.start, s.end) for s in by_split["dev"]}
+    moved = [s for s in heads if (s.doc_id, s.start, s.end) not in enclosing]
+    assert len(heads) == 2581 and len(moved) == 221 and all(s.nested for s in moved)
+    always = ep.evaluate(ep.predict_all(ep.AlwaysNew(), docs, heads), heads)
+    nested = always["nested"]
+    assert (always["correct"], nested["correct"], nested["n"]) == (771, 165, 221)
 
 
 @pytest.mark.mirror

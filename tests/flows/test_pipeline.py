@@ -104,9 +104,7 @@ def test_single_stage_rerun_and_metrics_plots(fresh_repo, tmp_path):
     assert sorted(workspace) == [f"metrics/summary/{f}.json"
                                  for f in ("coref", "corelm", "entitynlm", "mage")]  # fmt: skip
     coref = workspace["metrics/summary/coref.json"]["data"]
-    assert set(coref) == {"asl test CoNLL F1 % (mean over seeds)",
-                          "baseline test CoNLL F1 % (mean over seeds)",
-                          "lsl test CoNLL F1 % (mean over seeds)"}  # fmt: skip
+    assert set(coref) == {"asl_f1", "baseline_f1", "lsl_f1"}
     assert all(0 < v["ours"] <= 100 and v["paper"] > 60 for v in coref.values())
     assert json.loads((repo / "metrics/corpora/synthetic.json").read_text())["train"]["documents"]
     run_ok([sys.executable, "-m", "dvc", "plots", "show", "-o", str(tmp_path / "plots")], repo, env)
@@ -120,8 +118,9 @@ def test_mlflow_run_tagged_with_git_sha_and_lock_hash(fresh_repo):
     code = (
         "import mlflow, json; mlflow.set_tracking_uri('sqlite:///mlflow.db');"
         "runs = mlflow.search_runs(experiment_names=['stats'], output_format='list');"
-        "print(json.dumps([{**r.data.tags, 'name': r.info.run_name,"
-        " 'params': r.data.params} for r in runs]))"
+        "print(json.dumps([{**r.data.tags, 'name': r.info.run_name, 'params': r.data.params,"
+        " 'inputs': [(d.dataset.name, d.dataset.digest) for d in r.inputs.dataset_inputs]}"
+        " for r in runs]))"
     )
     runs = json.loads(run_ok([sys.executable, "-c", code], repo, env).strip().splitlines()[-1])
     names = {r["name"] for r in runs}
@@ -136,6 +135,12 @@ def test_mlflow_run_tagged_with_git_sha_and_lock_hash(fresh_repo):
     expected = hashlib.md5(json.dumps(entry, sort_keys=True, default=str).encode()).hexdigest()
     assert tagged[-1]["dvc_lock_hash"] == expected
     assert tagged[-1]["params"]["normalize.seed"] == "13"
+    # the Dataset column: the stage's data deps with dvc.lock's md5 (#30.3)
+    assert tagged[-1]["inputs"] == [
+        [d["path"], d["md5"]] for d in entry["deps"] if d["path"].startswith("data/")
+    ]
+    assert tagged[-1]["inputs"]
+    assert tagged[-1]["numerics"].startswith("portable (ATen avx2")
 
 
 def test_reproduce_flow_walks_dvc_stages_in_order(fresh_repo):

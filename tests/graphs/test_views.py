@@ -16,6 +16,7 @@ from tasks.graphs.views import (
     entitynlm_row,
     nesting_layers,
     one_hot_chains,
+    resolve_nesting,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -120,6 +121,29 @@ def test_nesting_layers():
     assert crossing == 1
     # one span in two clusters: the smaller cluster id is the outer layer
     assert nesting_layers([(0, 2, 5), (0, 2, 1)]) == ([[(0, 2, 1)], [(0, 2, 5)]], 0)
+
+
+def test_resolve_nesting_enclosing_or_heads():
+    # "enclosing" (Ji et al. §4): [John 's big dog] and the later [John]
+    kept, stats = resolve_nesting(NESTED_SPANS)
+    assert kept == [(0, 4, 10), (6, 7, 20)]
+    assert stats["embedded_mentions_dropped"] == 3
+    # "heads": every span enclosing another goes; [John], [dog] and the later [John] stay
+    kept, stats = resolve_nesting(NESTED_SPANS, "heads")
+    assert kept == [(0, 1, 20), (3, 4, 40), (6, 7, 20)]
+    assert stats["enclosing_mentions_dropped"] == 2
+    # a span in two clusters keeps the smaller id; of two crossing spans the later goes
+    assert resolve_nesting([(0, 2, 5), (0, 2, 1), (1, 3, 7)], "heads")[0] == [(0, 2, 1)]
+    with pytest.raises(CorefreproError, match="nested"):
+        resolve_nesting(NESTED_SPANS, "inner")
+
+
+def test_entitynlm_view_follows_the_nesting_rule():
+    enclosing = entitynlm_row(_doc(NESTED), NESTED_SPANS)
+    heads = entitynlm_row(_doc(NESTED), NESTED_SPANS, nested="heads")
+    assert enclosing["remaining"][:4] == [4, 3, 2, 1]
+    assert heads["is_mention"] == [True, False, False, True, False, False, True, False]
+    assert heads["entity"] == [0, -1, -1, 1, -1, -1, 0, -1]  # [John] ... [John]: entity 0
 
 
 def test_corelm_layers_and_ids():

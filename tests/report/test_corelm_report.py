@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tasks.report import corelm
+from tasks.report import common, corelm
 
 
 def _metrics(model: str, ppl: float, acc: float) -> dict:
@@ -16,6 +16,7 @@ def _metrics(model: str, ppl: float, acc: float) -> dict:
            "training": {"steps": 3, "epochs": 1, "train_tokens_per_epoch": 10, "train_time_s": 1}}  # fmt: skip
     if model == "corelm":
         out["heldout"]["corelm+coref"] = {"word_perplexity": ppl - 1}
+        out["heldout_split"] = "test"
     return out
 
 
@@ -29,7 +30,12 @@ def test_tables_put_measured_numbers_beside_the_paper(tmp_path):
         )
     text = "\n".join(corelm.render(tmp_path, tmp_path))
     assert "| backbone zero-shot | 50.00 / 66.19 | 9.00 / 26.49 | — / 30.63 | — / 35.81 |" in text
-    assert "| CoreLM + coreference | 39.00 / — |" in text
+    # §4: CoreLM is "evaluated on GUMBY, using the created entity representations": its
+    # held-out cell is the with-entities figure; the no-entity one is stated below the table
+    assert "| CoreLM | 39.00 / 46.97 |" in text
+    assert "| CoreLM + coreference | — / — |" in text
+    assert "held-out = the `test` split" in text
+    assert "CoreLM on the held-out split without entities: 40.00" in text
     assert "| CoreLM | 25.00, 35.00 / 48.11 |" in text
     assert "CoreLM vs backbone zero-shot (LAMBADA full_word, n=4): t = 1.000" in text
     assert "Our backbone: `tiny`" in text
@@ -44,4 +50,12 @@ def test_measured_rows_feed_the_opening_table_and_summary(tmp_path):
     held = rows["`zeroshot` (tiny)", "held-out word ppl"]
     assert held.ours == 50.0 and held.paper == 66.19
     assert rows["`corelm` (tiny)", "LAMBADA acc % (last_token)"].ours == 35.0
+    assert rows["`corelm` (tiny)", "held-out word ppl"].ours == 39.0  # with its entities
+    # metrics/summary/corelm.json: held-out ppl and LAMBADA (full word) per model, short keys
+    assert common.summary_metrics(list(rows.values())) == {
+        "corelm_ppl": {"ours": 39.0, "paper": 46.97},
+        "corelm_lambada_acc": {"ours": 25.0, "paper": 48.11},
+        "zeroshot_ppl": {"ours": 50.0, "paper": 66.19},
+        "zeroshot_lambada_acc": {"ours": 20.0, "paper": 46.67},
+    }
     assert corelm.measured([], {}) == []

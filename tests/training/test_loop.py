@@ -9,7 +9,17 @@ import random
 import pytest
 import torch
 
-from tasks.training.loop import BEST, HISTORY, LAST, LoopSettings, StepOutput, fit, load_best
+from tasks.core.settings import ConfigError, parse_settings
+from tasks.training.loop import (
+    BEST,
+    HISTORY,
+    LAST,
+    LoopSettings,
+    NoCheckpointError,
+    StepOutput,
+    fit,
+    load_best,
+)
 
 
 class ToyRecipe:
@@ -157,6 +167,37 @@ def test_accumulating_two_half_batches_is_one_whole_batch(tmp_path):
     assert not torch.allclose(plain.model.weight, halves.model.weight, atol=1e-3)
 
 
-def test_accumulate_must_be_positive():
-    with pytest.raises(ValueError, match="accumulate: must be >= 1"):
-        settings(accumulate=0)
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("accumulate", 0, "train.accumulate: must be >= 1, got 0"),
+        ("epochs", 0, "train.epochs: must be >= 1, got 0"),
+        ("clip", -1.0, "train.clip: must be > 0, got -1.0"),
+        ("patience", 0, "train.patience: must be >= 1, got 0"),
+        ("threads", 0, "train.threads: must be >= 1, got 0"),
+    ],
+)
+def test_loop_settings_out_of_range_are_config_errors(key, value, message):
+    with pytest.raises(ConfigError) as err:
+        parse_settings(LoopSettings, {key: value}, "train")
+    assert err.value.problems == (message,)
+    assert parse_settings(LoopSettings, {"patience": None}, "train").patience is None
+
+
+def test_a_run_never_reports_an_earlier_runs_checkpoint(tmp_path):
+    """`epochs: 0` is refused by the parser; and a run from scratch first removes an earlier
+    run's best.pt (DVC's persist outs stay in place), so the best.pt after it is its own."""
+    fit(ToyRecipe(), settings(epochs=2), tmp_path, name="toy")
+    earlier = (tmp_path / BEST).read_bytes()
+    recipe = ToyRecipe(dev_accs=[0.1])
+    result = fit(recipe, settings(epochs=1), tmp_path, name="toy")
+    assert result.best_epoch == 1
+    assert (tmp_path / BEST).read_bytes() != earlier
+    assert torch.load(tmp_path / BEST, weights_only=False)["dev"] == {"acc": 0.1}
+
+
+def test_a_run_that_selects_nothing_fails_instead_of_reporting(tmp_path):
+    fit(ToyRecipe(), settings(epochs=1), tmp_path, name="toy")
+    with pytest.raises(NoCheckpointError, match="no epoch selected a checkpoint"):
+        fit(ToyRecipe(), settings(epochs=0), tmp_path, name="toy")
+    assert not (tmp_path / BEST).exists()

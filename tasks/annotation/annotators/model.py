@@ -23,6 +23,7 @@ from typing import Any
 
 from tasks.annotation.annotators.base import Annotator, check_settings
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import check_checkpoint_path
 from tasks.core.settings import ConfigError
 
 NAME = "model"
@@ -46,7 +47,10 @@ def allowed_factories() -> list[str]:
 
 
 def check(cfg: dict[str, Any]) -> None:
-    """Refuse a factory outside allowed_factories() before anything is imported."""
+    """Refuse a factory outside allowed_factories() before anything is imported, and a
+    checkpoint outside the project's artifacts (tasks.core.layout.check_checkpoint_path)."""
+    if cfg.get("checkpoint") is not None:
+        check_checkpoint_path(cfg["checkpoint"], f"annotate.annotators.{NAME}.checkpoint")
     spec = cfg.get("factory")
     if spec and spec not in allowed_factories():
         raise ConfigError(
@@ -87,6 +91,7 @@ def build(cfg: dict[str, Any]) -> Annotator:
             f"annotator '{NAME}': no coreference model is configured "
             f"(annotate.annotators.model.factory is empty); {NOT_TRAINED}"
         )
+    check(cfg)
     checkpoint = cfg["checkpoint"]
     if checkpoint is not None and not Path(checkpoint).exists():
         raise CorefreproError(

@@ -11,7 +11,7 @@ import torch
 
 from models.corelm import train
 from tasks.core import config
-from tasks.core.settings import parse_settings
+from tasks.core.settings import ConfigError, parse_settings
 
 STORIES = [
     ("Mary went to the kitchen . She picked up the apple . Mary ate it .",
@@ -32,7 +32,7 @@ def _corpus(root, name="toy", n=12):
     docs, mentions = [], []
     for i in range(n):
         text, spans = STORIES[i % 2]
-        split = "train" if i < n - 4 else "dev"
+        split = "train" if i < n - 4 else "dev" if i < n - 1 else "test"
         doc_id = f"{name}/{i:03d}"
         tokens = text.split()
         docs.append({"doc_id": doc_id, "split": split, "tokens": tokens, "sentence_starts": [0]})
@@ -74,6 +74,7 @@ def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
     backbone = train.build_backbone(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
     assert data.n_entities == 6 * 3 + 6 * 2  # ids unique per (document, cluster)
+    assert cfg.gating.entity_vectors == "mention_mean"  # the default: no table to learn
     model = train.build_model(backbone, cfg, "corelm", data.n_entities)
     recipe = train.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path / "out")
     from tasks.training.loop import Precision
@@ -126,3 +127,57 @@ def test_accumulated_batches_count_as_one_optimizer_step(tmp_path):
     batches = facts["batches"]
     assert batches > 2 and facts["steps"] == -(-batches // 2)
     assert facts["effective_batch_size"] == 2 * cfg.train.batch_size
+
+
+def test_held_out_perplexity_is_reported_on_test_not_on_the_selection_split(tmp_path):
+    """Select on dev, report the held-out test split (the old default reported dev, the very
+    split the best epoch was chosen on)."""
+    cfg = _settings(_corpus(tmp_path), epochs=2)
+    m = train.run_model("corelm", cfg, out_dir=tmp_path / "art", metrics_file=tmp_path / "m.json",
+                        track=False)  # fmt: skip
+    words = [len(STORIES[i % 2][0].split()) for i in range(12)]
+    test_words, dev_words = words[11], sum(words[8:11])  # 1 test, 3 dev documents
+    assert test_words != dev_words
+    assert m["heldout_split"] == "test" and m["selection_split"] == "dev"
+    assert (
+        m["heldout"]["corelm"]["n_words"] == m["heldout"]["corelm+coref"]["n_words"] == test_words
+    )
+    cfg.eval.heldout_split = "dev"  # the old behaviour, kept as an option
+    old = train.run_model("zeroshot", cfg, out_dir=tmp_path / "z", metrics_file=tmp_path / "z.json",
+                          track=False)  # fmt: skip
+    assert old["heldout"]["zeroshot"]["n_words"] == dev_words
+
+
+def test_ft_is_frozen_like_corelm_by_default_and_fully_fine_tuned_as_an_option(tmp_path):
+    cfg = _settings(_corpus(tmp_path), epochs=1)
+    backbone = train.build_backbone(cfg)
+    data = train.load_data(cfg.data, backbone.tokenizer)
+
+    def trainable(ft_backbone: str) -> set[str]:
+        cfg.train.ft_backbone = ft_backbone
+        model = train.build_model(backbone, cfg, "ft", data.n_entities)
+        recipe = train.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path)
+        ids = {id(p) for p in recipe.trainable()}
+        return {n for n, p in model.backbone.named_parameters() if id(p) in ids}
+
+    frozen, full = trainable("frozen"), trainable("full")
+    assert not any(".h." in n for n in frozen) and {"transformer.wte.weight"} <= frozen
+    assert full == {n for n, _ in backbone.model.named_parameters()}
+    with pytest.raises(ConfigError, match="ft_backbone"):
+        _settings("toy", mode="cached", ft_backbone="full")
+
+
+def test_gate_and_entity_settings_reach_the_model(tmp_path):
+    cfg = _settings(_corpus(tmp_path), epochs=1)
+    cfg.gating.gate, cfg.gating.norm, cfg.gating.entity_vectors = (
+        "entity_ceiling",
+        "entity_path",
+        "table",
+    )
+    backbone = train.build_backbone(cfg)
+    data = train.load_data(cfg.data, backbone.tokenizer)
+    model = train.build_model(backbone, cfg, "corelm", data.n_entities)
+    assert (model.gating.gate_form, model.gating.norm) == ("entity_ceiling", "entity_path")
+    assert model.entities is not None and model.train_entity_mode == "table"
+    with pytest.raises(ConfigError, match="flow_rate"):
+        parse_settings(train.TrainCoreLMSettings, {"gating": {"flow_rate": 1.5}}, "test")

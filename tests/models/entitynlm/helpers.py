@@ -11,12 +11,14 @@ from models.entitynlm.data import Batch, Document, Vocab, collate
 from models.entitynlm.model import EntityNLM, EntityNLMConfig
 
 
-def random_model(vocab_size=5, *, proposal=False, bidirectional=True, l_max=3, seed=0, scale=1.0):
+def random_model(vocab_size=5, *, proposal=False, bidirectional=True, l_max=3, seed=0, scale=1.0,
+                 lstm_scope="sentence"):  # fmt: skip
     """A random model in eval mode; `scale` spreads the weights so its distributions are far
     from uniform (a test of the estimator on a non-trivial P and Q)."""
     torch.manual_seed(seed)
     cfg = EntityNLMConfig(vocab_size=vocab_size, embed_dim=6, hidden_size=8, l_max=l_max,
-                          proposal=proposal, bidirectional=bidirectional)  # fmt: skip
+                          proposal=proposal, bidirectional=bidirectional,
+                          lstm_scope=lstm_scope)  # fmt: skip
     model = EntityNLM(cfg)
     with torch.no_grad():
         for p in model.parameters():
@@ -25,10 +27,11 @@ def random_model(vocab_size=5, *, proposal=False, bidirectional=True, l_max=3, s
     return model.eval()
 
 
-def doc(tokens, annotation, doc_id="d"):
+def doc(tokens, annotation, doc_id="d", sentence_starts=(0,)):
     """Document from words and a list of (R, E, L) per word."""
     return Document(doc_id, "test", list(tokens), [bool(a[0]) for a in annotation],
-                    [a[1] for a in annotation], [a[2] for a in annotation])  # fmt: skip
+                    [a[1] for a in annotation], [a[2] for a in annotation],
+                    list(sentence_starts))  # fmt: skip
 
 
 def configurations(length: int, l_max: int):
@@ -55,11 +58,12 @@ def vocab_of(size: int) -> Vocab:
     return Vocab(["<pad>", "unk", *[f"w{i}" for i in range(size - 2)]])
 
 
-def enumeration_batch(word_ids, l_max) -> tuple[Batch, list]:
+def enumeration_batch(word_ids, l_max, sentence_starts=(0,)) -> tuple[Batch, list]:
     """One row per configuration of the words `word_ids` (ids, not strings)."""
     vocab = vocab_of(max(word_ids) + 1 if max(word_ids) >= 2 else 2)
     configs = list(configurations(len(word_ids), l_max))
-    docs = [doc([vocab.words[i] for i in word_ids], c, f"c{k}") for k, c in enumerate(configs)]
+    docs = [doc([vocab.words[i] for i in word_ids], c, f"c{k}", sentence_starts)
+            for k, c in enumerate(configs)]  # fmt: skip
     batch = collate(docs, vocab)
     batch.tokens = torch.tensor([list(word_ids)] * len(configs))  # ids 0/1 kept as is
     return batch, configs
@@ -69,9 +73,11 @@ def all_word_sequences(vocab_size: int, length: int):
     return list(itertools.product(range(vocab_size), repeat=length))
 
 
-def random_documents(seed, count=5, max_len=14, l_max=3) -> list[Document]:
-    """Random annotations the story allows; a mention may run past the last word."""
+def random_documents(seed, count=5, max_len=14, l_max=3, sentences=False) -> list[Document]:
+    """Random annotations the story allows; a mention may run past the last word (and, with
+    `sentences`, across a sentence start); sentences: random sentence starts, else one."""
     rng = random.Random(seed)
+    cut = random.Random(seed + 1000)  # its own stream: the annotations stay as without
     docs = []
     for k in range(count):
         length = rng.randint(1, max_len)
@@ -87,5 +93,7 @@ def random_documents(seed, count=5, max_len=14, l_max=3) -> list[Document]:
             else:
                 is_m.append(False), ent.append(-1), rem.append(0)
         tokens = [f"w{rng.randrange(5)}" for _ in range(length)]
-        docs.append(Document(f"r{k}", "test", tokens, is_m[:length], ent[:length], rem[:length]))
+        starts = [0, *(t for t in range(1, length) if sentences and cut.random() < 0.3)]
+        docs.append(Document(f"r{k}", "test", tokens, is_m[:length], ent[:length], rem[:length],
+                             starts))  # fmt: skip
     return docs

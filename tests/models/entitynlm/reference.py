@@ -25,8 +25,8 @@ class ReferenceEntityNLM(EntityNLM):
         delta = torch.sigmoid((ph * e_old).sum(-1, keepdim=True))
         return F.normalize(delta * e_old + (1 - delta) * hu.to(e_old.dtype), dim=-1)
 
-    def word_log_probs(self, pred, e_cur, tokens) -> torch.Tensor:
-        logits = self.out(self.drop(pred + self.w_e(e_cur.to(pred.dtype)))).float()
+    def word_log_probs(self, pred, channel, tokens) -> torch.Tensor:
+        logits = self.out(self.drop(pred + channel.to(pred.dtype))).float()
         return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
 
     @staticmethod
@@ -98,13 +98,14 @@ class ReferenceEntityNLM(EntityNLM):
         return logp_e, e_sel, e_cur, extra
 
     @torch.no_grad()
-    def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None):
+    def sample(self, tokens, mask, n: int, generator: torch.Generator | None = None,
+               sent_start=None):  # fmt: skip
         """Draw n (R, E, L) per document from Q (proposal only), each row of the result is one
         draw (document b's draws are rows b*n .. b*n+n-1). Returns (Batch of the draws,
         log Q of each draw). A mention may run past the last word (prefix semantics)."""
         if not self.config.proposal:
             raise ValueError("sample() is the proposal's: EntityNLMConfig(proposal=True)")
-        pred, upd = self.contexts(tokens, mask)
+        pred, upd = self.contexts(tokens, mask, sent_start)
         pred, upd = pred.repeat_interleave(n, 0), upd.repeat_interleave(n, 0)
         tokens, mask = tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
         rows, t_len = tokens.shape
@@ -151,14 +152,15 @@ class ReferenceEntityNLM(EntityNLM):
         def stack(xs, dt):
             return torch.stack(xs, 1) if xs else torch.zeros(rows, 0, dtype=dt)
 
+        starts = None if sent_start is None else sent_start.repeat_interleave(n, 0)
         draws = Batch(tokens=tokens, mask=mask, is_mention=stack(is_m, torch.bool),
                       entity=stack(ents, torch.long), remaining=stack(rems, torch.long),
-                      doc_ids=[])  # fmt: skip
+                      doc_ids=[], sent_start=starts)  # fmt: skip
         return draws, logq
 
     @torch.no_grad()
     def entity_predictions(self, batch: Batch) -> list[list[tuple[int, torch.Tensor]]]:
-        pred, upd = self.contexts(batch.tokens, batch.mask)
+        pred, upd = self.contexts(batch.tokens, batch.mask, batch.sent_start)
         _, _, _, extra = self._mention_scan(pred, upd, batch, keep_distributions=True)
         out: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(batch.tokens.size(0))]
         for j, lp in enumerate(extra["dists"]):
@@ -179,8 +181,8 @@ def reference_of(model: EntityNLM) -> ReferenceEntityNLM:
 def reference_importance_log_marginal(lm, proposal, batch: Batch, n=100, generator=None,
                                       max_rows_tokens=200_000) -> torch.Tensor:  # fmt: skip
     """models.entitynlm.sampling.importance_log_marginal before the speed work, verbatim."""
-    draws, logq = proposal.sample(batch.tokens, batch.mask, n, generator)
-    pred, upd = lm.contexts(batch.tokens, batch.mask)
+    draws, logq = proposal.sample(batch.tokens, batch.mask, n, generator, batch.sent_start)
+    pred, upd = lm.contexts(batch.tokens, batch.mask, batch.sent_start)
     logp = torch.empty_like(logq)
     rows = draws.tokens.size(0)
     chunk = max(n, (max_rows_tokens // max(1, draws.tokens.size(1))) // n * n)
@@ -188,8 +190,9 @@ def reference_importance_log_marginal(lm, proposal, batch: Batch, n=100, generat
         part = slice(start, min(rows, start + chunk))
         docs = slice(start // n, (part.stop + n - 1) // n)
         ctx = (pred[docs].repeat_interleave(n, 0), upd[docs].repeat_interleave(n, 0))
+        starts = None if draws.sent_start is None else draws.sent_start[part]
         sub = Batch(draws.tokens[part], draws.mask[part], draws.is_mention[part],
-                    draws.entity[part], draws.remaining[part], [])  # fmt: skip
+                    draws.entity[part], draws.remaining[part], [], starts)  # fmt: skip
         logp[part] = lm.log_joint(sub, contexts=ctx).float()
     weights = (logp - logq).view(-1, n)
     return torch.logsumexp(weights, 1) - math.log(n)

@@ -46,28 +46,32 @@ def test_draws_follow_the_proposal():
         assert abs(counts[tuple(config)] / 20_000 - p) <= 4.5 * sd + 1e-4, (config, p)
 
 
-def test_log_q_of_the_draws_is_the_proposals_score():
-    q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=2)
-    batch = collate(random_documents(11), VOCAB)
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_log_q_of_the_draws_is_the_proposals_score(scope):
+    q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=2, lstm_scope=scope)
+    batch = collate(random_documents(11, sentences=True), VOCAB)
     with torch.no_grad():
-        draws, logq, _ = draw(q, batch.tokens, batch.mask, 30, torch.Generator().manual_seed(4))
+        draws, logq, _ = draw(q, batch.tokens, batch.mask, 30, torch.Generator().manual_seed(4),
+                              sent_start=batch.sent_start)  # fmt: skip
         assert torch.allclose(reference_of(q).log_joint(draws), logq, atol=1e-5)
     assert draws.is_mention.any() and (~draws.is_mention[draws.mask]).any()
     assert (draws.remaining[~draws.mask] == 0).all() and (draws.entity[~draws.mask] == -1).all()
 
 
-def test_the_walks_lm_score_is_the_lms_log_joint():
-    """Random documents with mentions running past their ends and padding, and one long
-    document with many entities (the walk's per-entity buffers grow); the one-word-at-a-time
-    reference implementation as the oracle."""
-    long_doc = random_documents(99, count=1, max_len=120)
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_the_walks_lm_score_is_the_lms_log_joint(scope):
+    """Random documents with mentions running past their ends (and across sentence starts)
+    and padding, and one long document with many entities (the walk's per-entity buffers
+    grow); the one-word-at-a-time reference implementation as the oracle."""
+    long_doc = random_documents(99, count=1, max_len=120, sentences=True)
     for seed in range(3):
-        q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=seed)
-        lm = random_model(7, l_max=3, scale=1.5, seed=seed + 10)
-        batch = collate(random_documents(seed + 20) + long_doc, VOCAB)
+        q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=seed, lstm_scope=scope)
+        lm = random_model(7, l_max=3, scale=1.5, seed=seed + 10, lstm_scope=scope)
+        batch = collate(random_documents(seed + 20, sentences=True) + long_doc, VOCAB)
         with torch.no_grad():
             draws, _, logp = draw(q, batch.tokens, batch.mask, 25,
-                                  torch.Generator().manual_seed(seed), lm=lm)  # fmt: skip
+                                  torch.Generator().manual_seed(seed), lm=lm,
+                                  sent_start=batch.sent_start)  # fmt: skip
             oracle = reference_of(lm).log_joint(draws)
         assert torch.allclose(logp, oracle, atol=1e-4), (seed, (logp - oracle).abs().max())
         assert int(draws.entity.max()) >= 4  # past the walk's first buffer of 4 entities

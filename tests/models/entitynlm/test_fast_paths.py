@@ -3,6 +3,7 @@ computed (tests/models/entitynlm/reference.py), on random documents and random m
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from models.entitynlm.data import collate
@@ -13,12 +14,14 @@ from tests.models.entitynlm.reference import reference_of
 VOCAB = vocab_of(7)
 
 
-def test_token_log_probs_and_gradients_equal_the_reference():
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_token_log_probs_and_gradients_equal_the_reference(scope):
     for seed in range(4):
         for proposal in (False, True):
-            model = random_model(7, proposal=proposal, l_max=3, scale=1.5, seed=seed).train()
+            model = random_model(7, proposal=proposal, l_max=3, scale=1.5, seed=seed,
+                                 lstm_scope=scope).train()  # fmt: skip
             ref = reference_of(model)
-            batch = collate(random_documents(seed), VOCAB)
+            batch = collate(random_documents(seed, sentences=True), VOCAB)
             torch.manual_seed(seed)  # Eq. 7's noise in training: the same draws in both
             fast = model.token_log_probs(batch)
             torch.manual_seed(seed)
@@ -32,9 +35,10 @@ def test_token_log_probs_and_gradients_equal_the_reference():
                     assert torch.allclose(p.grad, q.grad, atol=1e-4), (seed, proposal, name)
 
 
-def test_entity_predictions_equal_the_reference():
-    model = random_model(7, l_max=3, scale=1.5, seed=3)
-    batch = collate(random_documents(7), VOCAB)
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_entity_predictions_equal_the_reference(scope):
+    model = random_model(7, l_max=3, scale=1.5, seed=3, lstm_scope=scope)
+    batch = collate(random_documents(7, sentences=True), VOCAB)
     fast, slow = model.entity_predictions(batch), reference_of(model).entity_predictions(batch)
     assert [[t for t, _ in d] for d in fast] == [[t for t, _ in d] for d in slow]
     for d_fast, d_slow in zip(fast, slow, strict=True):
@@ -50,10 +54,11 @@ def test_distinct_rows_groups_exactly_equal_rows():
     assert torch.equal(x[first][index], x) and sorted(first.tolist()) == [0, 1, 3, 5, 6]
 
 
-def test_evaluation_word_normalisers_match_the_training_softmax():
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_evaluation_word_normalisers_match_the_training_softmax(scope):
     """The no-grad path (normaliser once per distinct z) gives the full log-softmax's values."""
-    lm = random_model(vocab_size=7, scale=1.5, seed=3)
-    batch = collate(random_documents(4), VOCAB)
+    lm = random_model(vocab_size=7, scale=1.5, seed=3, lstm_scope=scope)
+    batch = collate(random_documents(4, sentences=True), VOCAB)
     with torch.enable_grad():
         full = lm.log_words(batch)
     with torch.no_grad():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from models.entitynlm.data import Batch
@@ -29,13 +30,15 @@ def test_enumeration_counts_the_generative_story():
     assert len(list(configurations(2, 1))) == 5
 
 
-def test_joint_sums_to_one_over_every_document_and_annotation():
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_joint_sums_to_one_over_every_document_and_annotation(scope):
     """sum over X in V^T and every (R, E, L) of P(X, R, E, L) = 1 (a normalised model of the
-    first T words), for a generative model with a 2-word vocabulary."""
-    lm = random_model(vocab_size=2, l_max=L_MAX, scale=2.0)
+    first T words, given the sentence starts), for a generative model with a 2-word
+    vocabulary; two sentences, so the sentence scope's context channel is summed over."""
+    lm = random_model(vocab_size=2, l_max=L_MAX, scale=2.0, lstm_scope=scope)
     total = []
     for words in all_word_sequences(2, 3):
-        batch, _ = enumeration_batch(words, L_MAX)
+        batch, _ = enumeration_batch(words, L_MAX, (0, 2))
         with torch.no_grad():
             total.append(torch.logsumexp(lm.log_joint(batch), 0))
     assert math.isclose(float(torch.logsumexp(torch.stack(total), 0)), 0.0, abs_tol=1e-5)
@@ -47,10 +50,10 @@ def test_proposal_is_normalised_given_the_words():
     assert math.isclose(float(torch.logsumexp(q.log_joint(batch), 0)), 0.0, abs_tol=1e-5)
 
 
-def _exact(lm, q, words):
+def _exact(lm, q, words, starts=(0,)):
     """log P(x) exactly, and the exact standard deviation of one importance weight P/Q
     under Q divided by P(x) (the relative error of a one-draw estimate)."""
-    batch, _ = enumeration_batch(words, L_MAX)
+    batch, _ = enumeration_batch(words, L_MAX, starts)
     with torch.no_grad():
         logp, logq = lm.log_joint(batch).double(), q.log_joint(batch).double()
     log_px = torch.logsumexp(logp, 0)
@@ -59,18 +62,21 @@ def _exact(lm, q, words):
     return float(log_px), rel_sd
 
 
-def test_importance_sampling_converges_to_the_exact_marginal():
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_importance_sampling_converges_to_the_exact_marginal(scope):
     """P̂_N(x) is unbiased with relative sd rel_sd/sqrt(N): its error stays within 4 sd for
     each N, and shrinks as N grows (N = 100 -> 10000) on tiny documents of <= 2 entities."""
-    lm = random_model(vocab_size=4, l_max=L_MAX, scale=1.5, seed=1)
-    q = random_model(vocab_size=4, proposal=True, l_max=L_MAX, scale=1.0, seed=2)
-    docs = [[2, 3, 2, 3], [3, 2, 2]]
+    lm = random_model(vocab_size=4, l_max=L_MAX, scale=1.5, seed=1, lstm_scope=scope)
+    q = random_model(vocab_size=4, proposal=True, l_max=L_MAX, scale=1.0, seed=2,
+                     lstm_scope=scope)  # fmt: skip
+    docs = [([2, 3, 2, 3], (0, 2)), ([3, 2, 2], (0,))]
     errors = {}
-    for words in docs:
-        exact, rel_sd = _exact(lm, q, words)
+    for words, starts in docs:
+        exact, rel_sd = _exact(lm, q, words, starts)
         tokens = torch.tensor([words])
+        first = torch.tensor([[i in starts for i in range(len(words))]])
         batch = Batch(tokens, torch.ones_like(tokens, dtype=torch.bool),
-                      *(torch.zeros_like(tokens),) * 3, [])  # fmt: skip
+                      *(torch.zeros_like(tokens),) * 3, [], first)  # fmt: skip
         for n in (100, 1000, 10000):
             gen = torch.Generator().manual_seed(n)
             est = float(importance_log_marginal(lm, q, batch, n, gen)[0])

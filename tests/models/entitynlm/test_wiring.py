@@ -81,6 +81,18 @@ def trained(tmp_path_factory):
     return load_entitynlm(path)
 
 
+def test_a_checkpoint_from_before_the_scope_setting_loads_as_document_scope(tmp_path):
+    """Its weights were trained over whole documents (and it has no context channel)."""
+    vocab = Vocab(["<pad>", "unk", "a"])
+    mcfg = train.ModelSettings(embed_dim=4, hidden_size=4, l_max=3, lstm_scope="document")
+    pair = train.build_model("entitynlm", mcfg, vocab)
+    config = {"kind": "entitynlm", **settings_to_dict(mcfg), "vocab_size": len(vocab)}
+    del config["lstm_scope"]
+    save_checkpoint(tmp_path / "old.pt", pair, config, vocab=vocab.to_dict())
+    loaded, _ = load_entitynlm(tmp_path / "old.pt")
+    assert loaded.lm.config.lstm_scope == "document" and not hasattr(loaded.lm, "w_c")
+
+
 def test_scorer_batches_candidates_with_shared_contexts(trained):
     pair, vocab = trained
     scorer = EntityNLMScorer(pair, vocab, batch=1)

@@ -394,7 +394,7 @@ def test_train_from_dev_carves_whole_documents_deterministically(tmp_path):
         ex["graph_id"] for ex in data.splits["train"]
     }
     assert data.signature()["train_from_dev"] == 0.6
-    with pytest.raises(ReaderDataError, match=r"fraction in \(0, 1\)"):
+    with pytest.raises(ConfigError, match=r"reader data.train_from_dev: must be < 1, got 1.0"):
         load_reader_data(path, "lambada", {"train_from_dev": 1.0})
     rows.append(lambada_row("l/train/0/0", "train", "Anna met Bob . Then she waved at", "Bob"))
     with pytest.raises(ReaderDataError, match=r"tasks without train items; this one has 1"):

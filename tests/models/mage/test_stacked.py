@@ -22,6 +22,14 @@ MODELS = {
     "bigru": {"reader": "bigru", "encoder": "gru"},
     "bigru-mage": {"reader": "bigru", "encoder": "mage"},
     "ga-mage": {"reader": "ga", "encoder": "mage", "num_layers": 2},
+    # edge attention (its Watt stacked per seed) and the authors' recipe (clipping by value)
+    "ga-mage-attention-authors": {
+        "reader": "ga",
+        "encoder": "mage",
+        "num_layers": 2,
+        "edge_combine": "attention",
+        "recipe": "authors",
+    },
 }
 SEEDS = (1, 2, 3)
 

@@ -228,6 +228,33 @@ def test_learning_curve_is_logged_to_mlflow_per_epoch(graphs, syn1, tmp_path, mo
     assert run.data.params["model.encoder"] == "gru"
 
 
+def test_runs_of_a_task_group_are_named_as_the_dvc_stage_item(graphs, tmp_path, monkeypatch):
+    """Issue #30.3: runs were named train_mage@bigru-syn1+syn1_coref/seed1 where dvc.yaml,
+    Prefect and the README say train_mage@bigru-syn1-all/seed1 (the task group's name); the
+    dataset tag keeps the group's members."""
+    import mlflow
+
+    import flows.train_mage as flow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
+    monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
+    settings = {"data": "synthetic-gold", "model_defaults": TINY, "models": {"bigru": {}},
+                "task_groups": {"syn1-all": ["syn1", "syn1_coref"]}, "seeds": [1],
+                "train": {**FAST, "epochs": 1}}  # fmt: skip
+    monkeypatch.setattr(
+        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    )
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: graphs)
+    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    flow.train_mage("bigru", "syn1-all")
+    client = mlflow.tracking.MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("train_mage").experiment_id])
+    assert run.info.run_name == "train_mage@bigru-syn1-all/seed1"
+    assert run.data.tags["dataset"] == "synthetic/syn1+syn1_coref"
+
+
 def test_flow_writes_artifacts_and_dvc_metrics(graphs, syn1, tmp_path, monkeypatch):
     import flows.train_mage as flow
 
@@ -425,3 +452,17 @@ def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path, monk
     summary = tr.summarize("m", "lambada", [metrics])
     assert summary["subsets"] == jsonable(sub) == summary["per_seed"]["1"]["subsets"]
     assert summary["split_notes"] == metrics["split_notes"]
+
+
+def test_a_coreference_part_as_large_as_the_state_is_refused_before_any_data(tmp_path,
+                                                                           monkeypatch):  # fmt: skip
+    settings = {"data": "synthetic-gold", "model_defaults": {**TINY, "hidden_size": 64},
+                "models": {"m64": {"encoder": "mage", "coref_size": 64},
+                           "g64": {"encoder": "gru", "coref_size": 64}}}  # fmt: skip
+    monkeypatch.setattr(
+        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    )
+    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: tmp_path / "absent.parquet")
+    with pytest.raises(tr.ConfigError, match=r"train_mage.models.m64: coref_size 64 must be in"):
+        tr.seed_plan("m64", "syn1")
+    assert tr.seed_plan("g64", "syn1")  # a plain GRU has no coreference part
