@@ -89,7 +89,8 @@ def copy_checkout(dest: Path) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("PREFECT_API", "MLFLOW_", "COREFREPRO_", "DVC_"))
-        and k not in PINNED  # this process's own pin: the clone's stages must set it themselves
+        and k not in (*PINNED, "NUMBA_CACHE_DIR")  # this process's own pin: the clone's
+        # stages must set it themselves
     }
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["COREFREPRO_ORCHESTRATION"] = "local"
