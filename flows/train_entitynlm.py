@@ -6,7 +6,8 @@
 params.yaml train_entitynlm names the annotation runs whose EntityNLM views are the data
 (data/graphs/<run>/entitynlm.parquet), the model and training settings and the importance
 sampling. Each seed writes artifacts/train_entitynlm/<model>/seed<k>/{best.pt,history.json,
-metrics.json} and one MLflow run (experiment "train_entitynlm"); metrics/train_entitynlm/
+metrics.json} (EntityNLM also importance_documents.json: per document, the Eq. 11 estimate at
+each N and its two lower bounds) and one MLflow run (experiment "train_entitynlm"); metrics/train_entitynlm/
 <model>.json summarizes the seeds.
 """
 

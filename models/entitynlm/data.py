@@ -122,6 +122,11 @@ def load_view(runs: Sequence[str], *, drop_singletons: bool = True) -> list[Docu
     return docs
 
 
+def run_of(doc_id: str) -> str:
+    """The annotation run a document came from (`load_view`'s "<run>/" prefix): its corpus."""
+    return doc_id.split("/", 1)[0]
+
+
 def split_documents(docs: Iterable[Document], max_docs: Mapping[str, int | None] | None = None):
     """{split: documents} for train/dev/test; max_docs[split] keeps the first N documents (by
     doc_id) of each run ("<run>/..." prefix) in that split (None = all)."""
@@ -129,7 +134,7 @@ def split_documents(docs: Iterable[Document], max_docs: Mapping[str, int | None]
     taken: Counter = Counter()
     for doc in sorted(docs, key=lambda d: d.doc_id):
         cap = (max_docs or {}).get(doc.split)
-        key = (doc.split, doc.doc_id.split("/", 1)[0])
+        key = (doc.split, run_of(doc.doc_id))
         if doc.split in out and (cap is None or taken[key] < int(cap)):
             out[doc.split].append(doc)
             taken[key] += 1

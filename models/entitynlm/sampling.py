@@ -12,21 +12,48 @@ checks the estimate against the exact marginal, enumerated on tiny documents.
 Model selection (§5.1 "Results"): the joint perplexity 2^(-1/T sum log2 P(X, R, E, L)) on the
 annotated dev set, `joint_perplexity`; the words-only perplexity of the test set comes from
 `importance_perplexity`. Perplexities are exp(-mean natural log) = 2^(-mean log2).
+
+Bias (issue #33.8). P̂_N(x) is unbiased, so its log is not: E[log P̂_N(x)] <= log P(x)
+(Jensen), rising with N towards it (Burda et al. 2016, the importance-weighted bound). A
+perplexity from N draws is thus too high on average, more so at small N and on long documents
+(the weights' spread grows with the words). Two bounds hold for every draw, not only on average,
+since P(x) sums P(x, r, e, l) over every annotation: the best draw's log P(x, z*) and the gold
+annotation's log P(x, z_gold) are both <= log P(x) (`importance_bounds`); an estimate under
+either is certainly too low. tests/models/entitynlm/test_sampling.py checks both directions
+against the enumerated marginal.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
-from models.entitynlm.data import Batch, Document, Vocab, collate, token_batches
+from models.entitynlm.data import Batch, Document, Vocab, collate, run_of, token_batches
 from models.entitynlm.draws import draw
 from models.entitynlm.model import EntityNLM
 
 
 @torch.no_grad()
+def importance_draws(
+    lm: EntityNLM,
+    proposal: EntityNLM,
+    batch: Batch,
+    n: int = 100,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q,
+    each scored under the LM in the walk that draws it (draws.py); and the best draw's log
+    P(x, r, e, l) (B,), a lower bound on log P(x) (module docstring)."""
+    _, logq, logp = draw(
+        proposal, batch.tokens, batch.mask, n, generator, lm=lm, sent_start=batch.sent_start
+    )
+    weights = (logp - logq).view(-1, n)
+    return torch.logsumexp(weights, 1) - math.log(n), logp.view(-1, n).max(1).values
+
+
 def importance_log_marginal(
     lm: EntityNLM,
     proposal: EntityNLM,
@@ -34,13 +61,8 @@ def importance_log_marginal(
     n: int = 100,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q,
-    each scored under the LM in the walk that draws it (draws.py)."""
-    _, logq, logp = draw(
-        proposal, batch.tokens, batch.mask, n, generator, lm=lm, sent_start=batch.sent_start
-    )
-    weights = (logp - logq).view(-1, n)
-    return torch.logsumexp(weights, 1) - math.log(n)
+    """Eq. 11 per document: log P̂(x) (B,) (`importance_draws` without the best draw)."""
+    return importance_draws(lm, proposal, batch, n, generator)[0]
 
 
 def _run(model_eval, docs, vocab, max_tokens, device):
@@ -80,14 +102,78 @@ def importance_perplexity(lm, proposal, docs: Sequence[Document], vocab: Vocab, 
     lm.eval()
     proposal.eval()
     generator = torch.Generator(device=device).manual_seed(int(seed))
-    total, tokens = 0.0, 0
+    total, tokens, per_doc = 0.0, 0, {}
     for group in token_batches(docs, max(1, max_tokens)):
         batch = collate(group, vocab).to(device)
-        total += float(importance_log_marginal(lm, proposal, batch, n, generator).sum())
+        log_px, best = importance_draws(lm, proposal, batch, n, generator)
+        total += float(log_px.sum())
         tokens += batch.num_tokens
+        for doc, value, top in zip(group, log_px.tolist(), best.tolist(), strict=True):
+            per_doc[doc.doc_id] = {"log_px": value, "best_draw": top}
         if progress is not None:
             progress.update(len(group))
-    return {"ppl": perplexity(total, tokens), "log_prob": total, "tokens": tokens}
+    return {"ppl": perplexity(total, tokens), "log_prob": total, "tokens": tokens,
+            "documents": per_doc}  # fmt: skip
+
+
+@torch.no_grad()
+def log_joint_documents(lm, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4096,
+                        device="cpu") -> dict[str, float]:  # fmt: skip
+    """log P(x, r, e, l) of each document's gold annotation (Eq. 9) by doc_id: a lower bound
+    on its log P(x); summed over the documents it is `joint_perplexity`'s."""
+    lm.eval()
+    out = {}
+    for group in token_batches(docs, max(1, max_tokens)):
+        values = lm.log_joint(collate(group, vocab).to(device)).tolist()
+        out.update((d.doc_id, v) for d, v in zip(group, values, strict=True))
+    return out
+
+
+def document_records(docs: Sequence[Document], runs: Mapping[int, Sequence[Mapping]],
+                     gold: Mapping[str, float]) -> list[dict]:  # fmt: skip
+    """Per document, Eq. 11 against its two lower bounds. runs: {N: [one
+    `importance_perplexity` result per sampling seed]}; gold: `log_joint_documents`. Each
+    record: doc_id, run (its corpus), tokens, log_px {N: [log P̂_N(x) per seed]}, best_draw
+    (the best of every draw, all N and seeds), gold_joint, and bound = their larger,
+    B(x) <= log P(x)."""
+    out = []
+    for d in docs:
+        mine = {n: [r["documents"][d.doc_id] for r in rs] for n, rs in sorted(runs.items())}
+        best = max(x["best_draw"] for xs in mine.values() for x in xs)
+        out.append({"doc_id": d.doc_id, "run": run_of(d.doc_id), "tokens": len(d.tokens),
+                    "log_px": {str(n): [x["log_px"] for x in xs] for n, xs in mine.items()},
+                    "best_draw": best, "gold_joint": gold[d.doc_id],
+                    "bound": max(best, gold[d.doc_id])})  # fmt: skip
+    return out
+
+
+def importance_bounds(records: Sequence[Mapping]) -> dict:
+    """`document_records` summed as perplexities exp(-sum / words), so a bound's perplexity is
+    >= the true one: is_ppl {N: mean ± sd over seeds}, best_draw_ppl, gold_joint_ppl,
+    bound_ppl (the per-document larger bound); under_bound {N: estimates log P̂_N(x) < B(x),
+    certainly too low} out of `estimates` (documents x seeds)."""
+    tokens = sum(r["tokens"] for r in records)
+    out: dict = {"documents": len(records), "tokens": tokens, "is_ppl": {}, "under_bound": {}}
+    for n in records[0]["log_px"] if records else ():
+        seeds = len(records[0]["log_px"][n])
+        out["is_ppl"][n] = spread([perplexity(sum(r["log_px"][n][k] for r in records), tokens)
+                                   for k in range(seeds)])  # fmt: skip
+        out["under_bound"][n] = sum(v < r["bound"] for r in records for v in r["log_px"][n])
+        out["estimates"] = len(records) * seeds
+    for key in ("best_draw", "gold_joint", "bound"):
+        out[f"{key}_ppl"] = perplexity(sum(r[key] for r in records), tokens)
+    return out
+
+
+def importance_bounds_by_run(records: Sequence[Mapping]) -> dict[str, dict]:
+    """`importance_bounds` per annotation run (the corpus: doc_id's "<run>/" prefix)."""
+    runs = sorted({r["run"] for r in records})
+    return {run: importance_bounds([r for r in records if r["run"] == run]) for run in runs}
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """{mean, std (population), n} of a figure over seeds."""
+    return {"mean": float(np.mean(values)), "std": float(np.std(values)), "n": len(values)}
 
 
 @torch.no_grad()

@@ -85,22 +85,37 @@ def _ppl(stat: Any) -> str:
     return fmt(stat["mean"], 2) + ("" if not std else f" ± {fmt(std, 2)}")
 
 
-def _is_spread(m: Mapping[str, Any], split: str) -> str:
-    """EntityNLM: the spread of the estimate over sampling seeds (selected training seed)."""
-    stat = (((m.get("selected") or {}).get(split) or {}).get("is_ppl")) or {}
+def _is_spread(m: Mapping[str, Any], split: str, n: str | None = None) -> str:
+    """EntityNLM: the spread of the estimate over sampling seeds (selected training seed), at
+    N = n draws (else the headline N)."""
+    scores = (m.get("selected") or {}).get(split) or {}
+    if n is not None:
+        scores = (scores.get("is_grid") or {}).get(n) or {}
+    stat = scores.get("is_ppl") or {}
     if not stat:
         return DASH
     return f"± {fmt(stat.get('std'), 2)} over {stat.get('n', DASH)} sampling seeds"
 
 
+def _other_samples(m: Mapping[str, Any]) -> list[str]:
+    """The Ns EntityNLM was also measured at besides the headline (summarize's
+    test_ppl_by_samples), ascending."""
+    head = m.get("is_samples")
+    return sorted((n for n in m.get("test_ppl_by_samples") or {} if str(head) != n), key=int)
+
+
 def render_lm(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[str]:
     datasets = sorted({r.corpus or DASH for r in runs.values()})
+    enlm = runs["entitynlm"].metrics if "entitynlm" in runs else {}
+    head = enlm.get("is_samples")
     lines = _table_heading(table, papers)
     lines += [f"Our numbers are on {', '.join(f'`{d}`' for d in datasets) or DASH} "
               "(params.yaml train_entitynlm.runs), the paper's on CoNLL-2012 (10K vocabulary): "
               "compare the order of the models, not the absolute values. Cells: ours (paper); "
               "EntityNLM's perplexity is words only with R, E, L marginalised by importance "
-              "sampling (Eq. 11), mean over sampling seeds.", ""]  # fmt: skip
+              f"sampling (Eq. 11, N = {head or DASH} draws per document; the paper's: 100), "
+              "mean over sampling seeds; rows `EntityNLM, N = …` are the same model's estimate "
+              "at other N (train_entitynlm.evaluation.samples_grid).", ""]  # fmt: skip
     body = []
     for prow in table["rows"]:
         run = runs.get(prow.get("model") or "")
@@ -111,10 +126,60 @@ def render_lm(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[
                      _ppl(m.get("dev_ppl")), _is_spread(m, "test"),
                      str(m.get("vocab_size", DASH)),
                      str((m.get("tokens") or {}).get("test", DASH))])  # fmt: skip
+        if prow.get("model") == "entitynlm":
+            body += [[f"EntityNLM, N = {n}", "`entitynlm`",
+                      cell(_ppl(m["test_ppl_by_samples"][n]), None),
+                      _ppl((m.get("dev_ppl_by_samples") or {}).get(n)), _is_spread(m, "test", n),
+                      str(m.get("vocab_size", DASH)),
+                      str((m.get("tokens") or {}).get("test", DASH))]
+                     for n in _other_samples(m)]  # fmt: skip
     lines += _md_table(["Paper row", "ours", "test ppl", "dev ppl", "IS spread (test)",
                         "vocab", "test tokens"], body)  # fmt: skip
-    lines += ["", f"Metrics files: {', '.join(runs[k].path for k in sorted(runs)) or 'none'}.", ""]
+    lines += ["", *_bounds(enlm)]
+    lines += [f"Metrics files: {', '.join(runs[k].path for k in sorted(runs)) or 'none'}.", ""]
     return lines
+
+
+def _bounds(m: Mapping[str, Any]) -> list[str]:
+    """Under Table 1: EntityNLM's estimate at each N against two lower bounds on log P(x), per
+    corpus (test, selected seed; models/entitynlm/sampling.py importance_bounds, issue #33.8)."""
+    test = (m.get("selected") or {}).get("test") or {}
+    total, by_corpus = test.get("is_bounds"), test.get("is_by_corpus") or {}
+    if not total:
+        return []
+    ns = sorted(total.get("is_ppl") or {}, key=int)
+    lines = [f"**EntityNLM's estimate against its bounds** (test, training seed "
+             f"{m.get('selected_seed', DASH)}). Eq. 11 averages N importance weights; the mean is "
+             "unbiased for P(x), so its log is low on average (Jensen) and rises towards "
+             "log P(x) as N grows: a perplexity from N draws is too high on average, the more "
+             "so at small N and on long documents (the weights spread more with the words). "
+             f"Table 1 keeps N = {m.get('is_samples', DASH)}, the paper's (§5.1), so that its "
+             "cell is measured as the paper's is; the columns N = … show how far the figure "
+             "still moves with N. Two figures bound log P(x) from below for every document, not "
+             "only on average: the best single draw's log P(x, z*) (over every draw of every N "
+             "and seed) and the gold annotation's log P(x, z_gold). As perplexities "
+             "exp(−Σ/words) they are upper bounds on the true perplexity (bound: the larger of "
+             "the two per document); an IS figure above `bound` is too high for certain. "
+             "Under bound: (document, sampling seed) estimates below their document's bound, "
+             "per N.", ""]  # fmt: skip
+    rows = [(f"`{c}`", f) for c, f in sorted(by_corpus.items())]
+    if len(rows) != 1:
+        rows.append(("all", total))
+    body = []
+    for name, f in rows:
+        docs = f.get("documents") or 0
+        per_doc = fmt(f["tokens"] / docs, 0) if docs and f.get("tokens") is not None else DASH
+        under = f.get("under_bound") or {}
+        body.append([name, str(f.get("documents", DASH)), per_doc,
+                     *[_ppl((f.get("is_ppl") or {}).get(n)) for n in ns],
+                     _ppl(f.get("best_draw_ppl")), _ppl(f.get("gold_joint_ppl")),
+                     _ppl(f.get("bound_ppl")),
+                     ", ".join(f"{under.get(n, DASH)}" for n in ns)
+                     + f" of {f.get('estimates', DASH)}"])  # fmt: skip
+    lines += _md_table(["corpus", "documents", "words / document",
+                        *[f"IS ppl, N = {n}" for n in ns], "best draw", "gold joint", "bound",
+                        f"under bound (N = {', '.join(ns)})"], body)  # fmt: skip
+    return [*lines, ""]
 
 
 def _pct(value: Any) -> str:

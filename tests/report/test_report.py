@@ -535,3 +535,47 @@ def test_babi_failed_count_is_not_fooled_by_float_sums(tmp_path, metrics, spec):
     section = text.split("Table 1, dev error over seeds (mean ± sd)", 1)[1].split("\n## ", 1)[0]
     assert "5.0 ± 0.8" in _line(section, "| 13 (`qa13`)")
     assert "0 of 1 (" in _line(section, "| Failed tasks (paper)")
+
+
+def test_entitynlm_table_1_at_each_n_with_the_bounds_under_it(tmp_path, metrics, spec):
+    """Issue #33.8: Table 1's EntityNLM cell at the headline N, a row per other N measured, and
+    under the table the estimate per N against its two lower bounds, per corpus and over all."""
+    paths = _entitynlm_metrics(tmp_path, metrics)
+    stat = lambda m, s=0.0, n=3: {"mean": m, "std": s, "n": n}  # noqa: E731
+
+    def bounds(docs, tokens, is10, is100, under10):
+        return {"documents": docs, "tokens": tokens, "estimates": 3 * docs,
+                "is_ppl": {"10": stat(is10, 0.5), "100": stat(is100, 0.25)},
+                "under_bound": {"10": under10, "100": 0}, "best_draw_ppl": 200.0,
+                "gold_joint_ppl": 180.0, "bound_ppl": 170.0}  # fmt: skip
+
+    test = {"is_ppl": stat(130.0, 0.25), "is_samples": 100, "joint_ppl": 180.0,
+            "is_grid": {"10": {"is_ppl": stat(141.0, 0.5)}, "100": {"is_ppl": stat(130.0, 0.25)}},
+            "is_bounds": bounds(5, 9000, 141.0, 130.0, 4),
+            "is_by_corpus": {"gum-gold": bounds(3, 3000, 120.0, 115.0, 1),
+                             "litbank-gold": bounds(2, 6000, 152.0, 138.0, 3)}}  # fmt: skip
+    _write(Path(paths["entitynlm"]) / "entitynlm.json",
+           {"model": "entitynlm", "dataset": "gum-gold+litbank-gold", "seeds": 1,
+            "dev_ppl": stat(128.0, n=1), "test_ppl": stat(130.0, n=1), "is_samples": 100,
+            "dev_ppl_by_samples": {"10": stat(139.0, n=1), "100": stat(128.0, n=1)},
+            "test_ppl_by_samples": {"10": stat(141.0, n=1), "100": stat(130.0, n=1)},
+            "selected_seed": 1, "selected": {"test": test}, "vocab_size": 300,
+            "tokens": {"test": 9000}, "epochs_run": 3})  # fmt: skip
+    text = _build(tmp_path, paths)
+    t1 = text.split("Table 1 — language modelling", 1)[1].split("\n## ", 1)[0]
+    paper = _row(spec, "entitynlm-lm", "entitynlm")["values"]["test_ppl"]
+    assert _line(t1, "| EntityNLM | `entitynlm` |").startswith(
+        f"| EntityNLM | `entitynlm` | 130.00 ({paper:.2f}) | 128.00 | ± 0.25 over 3 sampling seeds"
+    )
+    assert _line(t1, "| EntityNLM, N = 10 |").startswith(
+        "| EntityNLM, N = 10 | `entitynlm` | 141.00 (—) | 139.00 | ± 0.50 over 3 sampling seeds"
+    )
+    assert "| EntityNLM, N = 100 |" not in t1  # the headline row is N = 100
+    assert "N = 100 draws per document; the paper's: 100" in t1
+    assert "Table 1 keeps N = 100, the paper's (§5.1)" in t1
+    assert "| corpus | documents | words / document | IS ppl, N = 10 | IS ppl, N = 100 |" in t1
+    assert _line(t1, "| `litbank-gold` |") == (
+        "| `litbank-gold` | 2 | 3000 | 152.00 ± 0.50 | 138.00 ± 0.25 | 200.00 | 180.00 | "
+        "170.00 | 3, 0 of 6 |"
+    )
+    assert _line(t1, "| all |").startswith("| all | 5 | 1800 | 141.00 ± 0.50 |")

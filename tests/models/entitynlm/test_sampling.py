@@ -1,5 +1,6 @@
 """Importance-sampled marginal (Ji et al. 2017, Eq. 11) against the exact sum over every
-(R, E, L) of tiny documents, and the exactness of that enumeration itself."""
+(R, E, L) of tiny documents, and the exactness of that enumeration itself; the direction of
+the log estimate's bias and the lower bounds beside it (issue #33.8)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 import torch
 
 from models.entitynlm.data import Batch
-from models.entitynlm.sampling import importance_log_marginal, importance_perplexity
+from models.entitynlm.sampling import (
+    document_records,
+    importance_bounds,
+    importance_bounds_by_run,
+    importance_log_marginal,
+    importance_perplexity,
+    log_joint_documents,
+)
 from tasks.core.progress import Progress
 from tests.models.entitynlm.helpers import (
     all_word_sequences,
@@ -114,3 +122,94 @@ def test_importance_perplexity_reports_progress_per_document(caplog):
                                     progress=progress)  # fmt: skip
     assert progress.done == 5 and out["tokens"] == 15 and math.isfinite(out["ppl"])
     assert "importance sampling test: 5/5 docs" in caplog.text
+
+
+# --------------------------------------------------------------------------- bias and bounds (#33.8)
+
+
+def _replicated(words, starts, rows):
+    """One batch of `rows` copies of a document: one independent estimate per row."""
+    tokens = torch.tensor([words] * rows)
+    first = torch.tensor([[i in starts for i in range(len(words))]] * rows)
+    return Batch(tokens, torch.ones_like(tokens, dtype=torch.bool),
+                 *(torch.zeros_like(tokens),) * 3, [], first)  # fmt: skip
+
+
+def test_log_of_the_estimate_is_low_on_average_and_rises_with_n():
+    """E[log P̂_N(x)] <= log P(x) (Jensen: P̂_N is unbiased, log is concave), rising towards it
+    as N grows (Burda et al. 2016); the gap is ~ rel_sd^2 / (2N) (delta method). 8000
+    estimates per N against the enumerated marginal of a 5-word, two-sentence document."""
+    lm = random_model(vocab_size=4, l_max=L_MAX, scale=1.5, seed=1)
+    q = random_model(vocab_size=4, proposal=True, l_max=L_MAX, scale=1.0, seed=2)
+    words, starts = [2, 3, 2, 3, 2], (0, 3)
+    exact, rel_sd = _exact(lm, q, words, starts)
+    assert rel_sd > 0.5  # a proposal far enough from the posterior for a visible bias
+    batch = _replicated(words, starts, 8000)
+    means, sems = {}, {}
+    for n in (1, 10, 100):
+        est = importance_log_marginal(lm, q, batch, n, torch.Generator().manual_seed(n)).double()
+        means[n], sems[n] = float(est.mean()), float(est.std()) / math.sqrt(len(est))
+        assert means[n] <= exact + 3 * sems[n], (n, means[n], exact, sems[n])
+    assert exact - means[1] > 5 * sems[1]  # low, beyond the noise
+    assert means[1] + 3 * sems[1] < means[10] and means[10] + 3 * sems[10] < means[100] + 1e-9
+    for n in (10, 100):
+        gap = rel_sd**2 / (2 * n)
+        assert abs((exact - means[n]) - gap) < 0.5 * gap + 3 * sems[n], (n, exact - means[n], gap)
+
+
+def test_the_bounds_are_below_the_exact_marginal():
+    """Per document, the best draw's log P(x, z*) and the gold joint log P(x, z_gold) are <=
+    log P(x) (P(x) sums P(x, z) over every z): always, not only on average. The best draw is
+    one of the enumerated annotations, so it is at most the best of them."""
+    lm = random_model(vocab_size=4, l_max=L_MAX, scale=1.5, seed=1)
+    q = random_model(vocab_size=4, proposal=True, l_max=L_MAX, scale=1.0, seed=2)
+    vocab = vocab_of(4)
+    gold = [[(1, 0, 2), (1, 0, 1), (0, -1, 0), (1, 0, 1)], [(0, -1, 0), (1, 0, 1), (1, 1, 1)],
+            [(1, 0, 1), (1, 1, 2), (1, 1, 1), (0, -1, 0), (1, 0, 1)]]  # fmt: skip
+    words = [[2, 3, 2, 3], [3, 2, 2], [2, 2, 3, 3, 2]]
+    docs = [doc([vocab.words[i] for i in w], g, f"a/d{k}", (0, 2))
+            for k, (w, g) in enumerate(zip(words, gold, strict=True))]  # fmt: skip
+    runs = {n: [importance_perplexity(lm, q, docs, vocab, n=n, seed=s) for s in (1, 2)]
+            for n in (1, 10, 200)}  # fmt: skip
+    joint = log_joint_documents(lm, docs, vocab)
+    records = {r["doc_id"]: r for r in document_records(docs, runs, joint)}
+    for d, w in zip(docs, words, strict=True):
+        batch, _ = enumeration_batch(w, L_MAX, (0, 2))
+        with torch.no_grad():
+            all_joints = lm.log_joint(batch)
+        exact, top = float(torch.logsumexp(all_joints, 0)), float(all_joints.max())
+        r = records[d.doc_id]
+        assert r["best_draw"] <= top + 1e-4 and r["gold_joint"] <= exact + 1e-5
+        assert r["bound"] == max(r["best_draw"], r["gold_joint"]) <= exact + 1e-4
+        assert r["best_draw"] == max(x["documents"][d.doc_id]["best_draw"]
+                                     for rs in runs.values() for x in rs)  # fmt: skip
+        assert r["best_draw"] > top - 1.0  # 400 draws of a 5-word document find a good one
+        assert [len(v) for v in r["log_px"].values()] == [2, 2, 2]
+
+
+def test_importance_bounds_sum_documents_into_perplexities_per_corpus():
+    """exp(-sum / words) of each figure, by doc_id's run prefix and over all; an estimate under
+    its document's bound is counted per N."""
+    docs = [doc(["w0"] * 2, [(0, -1, 0)] * 2, "gum/x"), doc(["w0"] * 3, [(0, -1, 0)] * 3, "lit/y")]
+    per = lambda lp, best: {"log_px": lp, "best_draw": best}  # noqa: E731
+    runs = {10: [{"documents": {"gum/x": per(-5.0, -4.0), "lit/y": per(-6.0, -7.0)}},
+                 {"documents": {"gum/x": per(-3.0, -6.0), "lit/y": per(-6.5, -6.2)}}],
+            100: [{"documents": {"gum/x": per(-3.5, -4.5), "lit/y": per(-5.0, -8.0)}},
+                  {"documents": {"gum/x": per(-3.4, -5.0), "lit/y": per(-5.1, -7.0)}}]}  # fmt: skip
+    gold = {"gum/x": -4.2, "lit/y": -5.9}
+    records = document_records(docs, runs, gold)
+    assert [(r["run"], r["best_draw"], r["bound"]) for r in records] == [
+        ("gum", -4.0, -4.0), ("lit", -6.2, -5.9)]  # fmt: skip
+    total = importance_bounds(records)
+    assert total["documents"] == 2 and total["tokens"] == 5 and total["estimates"] == 4
+    assert total["under_bound"] == {"10": 3, "100": 0}  # -5 < -4; -6, -6.5 < -5.9
+    ppl = lambda s, t: math.exp(-s / t)  # noqa: E731
+    assert math.isclose(total["is_ppl"]["10"]["mean"], (ppl(-11.0, 5) + ppl(-9.5, 5)) / 2)
+    assert total["is_ppl"]["100"]["n"] == 2
+    assert math.isclose(total["best_draw_ppl"], ppl(-10.2, 5))
+    assert math.isclose(total["gold_joint_ppl"], ppl(-10.1, 5))
+    assert math.isclose(total["bound_ppl"], ppl(-9.9, 5))
+    by_run = importance_bounds_by_run(records)
+    assert sorted(by_run) == ["gum", "lit"]
+    assert by_run["lit"]["tokens"] == 3 and by_run["lit"]["under_bound"] == {"10": 2, "100": 0}
+    assert math.isclose(by_run["gum"]["bound_ppl"], ppl(-4.0, 2))

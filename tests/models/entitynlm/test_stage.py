@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from models.entitynlm import train
@@ -28,7 +30,7 @@ def test_stage_trains_both_models_and_reports_perplexities(tmp_path, monkeypatch
     cfg = train.TrainEntityNLMSettings(
         model=train.ModelSettings(embed_dim=8, hidden_size=8, l_max=3, min_count=1),
         train=train.TrainSettings(epochs=2, batch_tokens=64, threads=1, device="cpu"),
-        evaluation=train.EvalSettings(samples=10, sampling_seeds=[1, 2]),
+        evaluation=train.EvalSettings(samples=10, samples_grid=[3, 10], sampling_seeds=[1, 2]),
     )
     results = {k: train.train_seed(k, 1, (splits, vocab), cfg, track=False) for k in train.MODELS}
     enlm, rnn = (train.summarize(k, [results[k]]) for k in train.MODELS)
@@ -37,3 +39,8 @@ def test_stage_trains_both_models_and_reports_perplexities(tmp_path, monkeypatch
     assert enlm["selected"]["test"]["is_ppl"]["n"] == 2
     assert enlm["selected"]["dev"]["joint_ppl"] > enlm["dev_ppl"]["mean"] * 0.5
     assert (tmp_path / "entitynlm" / "s1" / "best.pt").is_file()
+    assert sorted(enlm["test_ppl_by_samples"]) == ["10", "3"] and enlm["is_samples"] == 10
+    assert sorted(enlm["selected"]["test"]["is_by_corpus"]) == ["run"]
+    per_doc = json.loads((tmp_path / "entitynlm" / "s1" / train.IS_DOCUMENTS).read_text())
+    assert [len(per_doc[s]) for s in ("dev", "test")] == [2, 2]
+    assert all(r["bound"] >= r["gold_joint"] for r in per_doc["test"])

@@ -1,11 +1,16 @@
-"""EntityNLM training recipe: the proposal is optimised and clipped as its own model."""
+"""EntityNLM training recipe: the proposal is optimised and clipped as its own model; the
+importance-sampling evaluation at several N (issue #33.8)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
 import torch
 
 from models.entitynlm import train
 from models.entitynlm.data import Vocab
+from tasks.core.settings import ConfigError, parse_settings
 from tests.models.entitynlm.test_stage import _splits
 
 
@@ -72,3 +77,53 @@ def test_rnnlm_is_clipped_as_one_model():
         p.grad = torch.full_like(p, 10.0)
     recipe.clip_gradients(1.0)
     assert abs(_norm(recipe.model) - 1.0) < 1e-4
+
+
+# --------------------------------------------------------------------------- IS at several N (#33.8)
+
+
+def _evaluate(grid, samples=5):
+    recipe = _recipe("per_model")
+    recipe.splits["test"][1].doc_id = "other/test1"  # a second corpus among the test documents
+    ecfg = train.EvalSettings(samples=samples, samples_grid=grid, sampling_seeds=[1, 2],
+                              batch_tokens=64)  # fmt: skip
+    return train.importance_evaluation(recipe, ecfg, SimpleNamespace(device=torch.device("cpu")))
+
+
+def test_each_n_of_the_grid_gets_its_figure_and_the_headline_does_not_move_with_the_grid():
+    out, records = _evaluate([2, 5])
+    test = out["test"]
+    assert list(test["is_grid"]) == ["2", "5"] and test["is_samples"] == 5
+    assert test["is_ppl"] == test["is_grid"]["5"]["is_ppl"] and test["is_ppl"]["n"] == 2
+    assert sorted(test["is_grid"]["2"]["is_ppl_per_seed"]) == ["1", "2"]
+    assert sorted(test["is_by_corpus"]) == ["other", "run"]
+    assert test["is_by_corpus"]["other"]["documents"] == 1 and test["is_bounds"]["estimates"] == 4
+    assert sorted(test["is_bounds"]["under_bound"]) == ["2", "5"]
+    assert [r["doc_id"] for r in records["test"]] == ["run/test0", "other/test1"]
+    assert all(r["bound"] >= r["gold_joint"] for r in records["test"])
+    alone, _ = _evaluate([5])
+    assert alone["test"]["is_ppl_per_seed"] == test["is_ppl_per_seed"]
+    assert list(alone["test"]["is_grid"]) == ["5"]
+    result = {"model": "entitynlm", "seed": 1, "vocab_size": 9, "documents": {}, "tokens": {},
+              "epochs_run": 1, "best_epoch": 1, "train_tokens_per_s": None, "device": "cpu",
+              **{s: {**f, "joint_ppl": 10.0} for s, f in out.items()}}  # fmt: skip
+    summary = train.summarize("entitynlm", [result])
+    assert summary["is_samples"] == 5 and sorted(summary["test_ppl_by_samples"]) == ["2", "5"]
+    assert summary["test_ppl_by_samples"]["5"] == summary["test_ppl"]
+    dev_2 = out["dev"]["is_grid"]["2"]["is_ppl"]["mean"]
+    assert summary["dev_ppl_by_samples"]["2"]["mean"] == pytest.approx(dev_2, abs=1e-6)
+
+
+@pytest.mark.parametrize(("grid", "problem"), [
+    ([], "needs at least 1 item(s), got 0"),
+    ([0, 100], "every N must be >= 1, got 0"),
+    ([10, 10, 100], "an N is listed twice"),
+    ([10, 1000], "must hold the headline N, samples = 100"),
+])  # fmt: skip
+def test_the_grid_is_checked_before_any_work(grid, problem):
+    with pytest.raises(ConfigError) as err:
+        parse_settings(train.EvalSettings, {"samples_grid": grid}, "train_entitynlm.evaluation")
+    assert any(p.startswith(f"train_entitynlm.evaluation.samples_grid: {problem}")
+               for p in err.value.problems), err.value.problems  # fmt: skip
+    assert parse_settings(train.EvalSettings, {"samples_grid": [10, 100, 1000]},
+                          "x").sample_sizes() == [10, 100, 1000]  # fmt: skip
