@@ -14,12 +14,7 @@ from tests.models.mage.test_mage_gru import chain_preds, sequential
 SIZES = (4, 2)  # sequential, coreference slices of the state
 
 
-@pytest.fixture(autouse=True)
-def _float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")
 
 
 def _preds(chains: list[list[int]]) -> torch.Tensor:

@@ -11,14 +11,7 @@ from torch import nn
 
 from models.mage.mage_gru import MAGEGRU, BiMAGEGRU, split_sizes
 
-
-@pytest.fixture(autouse=True)
-def _float64():
-    """Exactness checks run in float64."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")
 
 
 def sequential(batch: int, steps: int, *, backward: bool = False) -> torch.Tensor:

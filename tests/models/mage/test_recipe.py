@@ -17,14 +17,7 @@ from tasks.core.settings import ConfigError
 from tests.models.mage.test_readers import EXAMPLES, VOCAB, example
 from tests.models.mage.test_train import FAST, TINY, graphs, syn1  # noqa: F401 (fixtures)
 
-
-@pytest.fixture(autouse=True)
-def _one_thread(monkeypatch):
-    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("local_flows")
 
 
 # --------------------------------------------------------------------------- settings

@@ -34,13 +34,7 @@ MODELS = {
 SEEDS = (1, 2, 3)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread(monkeypatch):
-    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("local_flows")
 
 
 @pytest.fixture(scope="module")
