@@ -84,6 +84,17 @@ class Backbone:
                 return int(i)
         raise BackboneError(f"backbone {self.name}: its tokenizer has no BOS/EOS token")
 
+    @property
+    def prefix_id(self) -> int:
+        """What a scored text is conditioned on at its start: the tokenizer's BOS, else its
+        EOS, as lm-evaluation-harness's HFLM.prefix_token_id (lm_eval/models/huggingface.py);
+        SmolLM2's BOS is not its <|endoftext|> (`bos_id`, the training separator)."""
+        tok = self.tokenizer
+        for i in (tok.bos_token_id, tok.eos_token_id):
+            if i is not None:
+                return int(i)
+        raise BackboneError(f"backbone {self.name}: its tokenizer has no BOS/EOS token")
+
 
 def load_backbone(
     spec: str,

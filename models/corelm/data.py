@@ -29,10 +29,25 @@ def join_words(words: Sequence[str]) -> tuple[str, list[int]]:
     return " ".join(words), starts
 
 
-def token_words(tokenizer: Any, words: Sequence[str]) -> tuple[list[int], list[int]]:
+def locate_words(text: str, words: Sequence[str]) -> list[int]:
+    """Start offset of every word in *text*, whose words they are in order with only
+    whitespace between them (a released text keeping its own, e.g. LAMBADA's line breaks)."""
+    starts, end = [], 0
+    for w in words:
+        pos = text.find(w, end)
+        if pos < 0 or text[end:pos].strip():
+            raise CorefreproError(f"{w!r} is not the next word of the text {text[:60]!r}")
+        starts.append(pos)
+        end = pos + len(w)
+    return starts
+
+
+def token_words(
+    tokenizer: Any, words: Sequence[str], text: str | None = None
+) -> tuple[list[int], list[int]]:
     """(token ids, per token the index of the word its first non-space character is in, -1
-    for a token of spaces only) for the space-joined *words*."""
-    text, starts = join_words(words)
+    for a token of spaces only) for the space-joined *words*, or for *text* holding them."""
+    text, starts = join_words(words) if text is None else (text, locate_words(text, words))
     enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     word_of_char = np.full(len(text) + 1, -1, dtype=np.int64)
     for i, (s, w) in enumerate(zip(starts, words, strict=True)):
@@ -46,10 +61,13 @@ def token_words(tokenizer: Any, words: Sequence[str]) -> tuple[list[int], list[i
 
 
 def align(
-    tokenizer: Any, words: Sequence[str], word_values: Sequence[int] | None = None
+    tokenizer: Any,
+    words: Sequence[str],
+    word_values: Sequence[int] | None = None,
+    text: str | None = None,
 ) -> tuple[list[int], list[int]]:
     """(token ids, per token the value of its word; 0 for a token of no word)."""
-    ids, index = token_words(tokenizer, words)
+    ids, index = token_words(tokenizer, words, text)
     return ids, spread(index, word_values)
 
 

@@ -28,8 +28,11 @@ from typing import Any
 import torch
 
 from models.corelm.lm import CoreLMScorer
-from tasks.core.layout import docs_dir, graphs_dir
+from tasks.core.errors import DataError
+from tasks.core.layout import docs_dir, graphs_dir, raw_dir
 from tasks.core.storage import read_table, write_json
+from tasks.corpora.lambada import released_passages
+from tasks.corpora.wikitext import detokenize
 from tasks.evaluation.lm import BLANK, ClozeItem, cbt, lambada, perplexity
 
 log = logging.getLogger("corefrepro.train_corelm")
@@ -37,7 +40,8 @@ log = logging.getLogger("corefrepro.train_corelm")
 
 def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMScorer]:
     """'' = the model as it is; '+coref' = CoreLM given test-time coreference."""
-    kw = dict(bos_id=backbone.bos_id, max_length=min(ev.block_size, backbone.max_length),
+    window = min(ev.block_size or backbone.max_length, backbone.max_length)
+    kw = dict(bos_id=backbone.prefix_id, max_length=window, stride=ev.stride,
               batch_size=ev.batch_size, device=device)  # fmt: skip
     out = {model_name: CoreLMScorer(model, backbone.tokenizer, name=model_name, **kw)}
     if model.gating is not None:
@@ -48,9 +52,9 @@ def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMSco
     return out
 
 
-def _ppl(lm, texts) -> dict[str, Any]:
+def _ppl(lm, texts, originals=None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    p = asdict(perplexity(lm, texts))
+    p = asdict(perplexity(lm, texts, originals=originals))
     p["eval_time_s"] = round(time.perf_counter() - t0, 2)
     return p
 
@@ -78,19 +82,23 @@ def _documents(corpus: str | None, split: str) -> list[dict] | None:
 
 
 def wikitext2(lms, ev) -> dict[str, Any]:
+    """WikiText as lm-evaluation-harness's wikitext task scores it: each article detokenized
+    (tasks/corpora/wikitext.py `detokenize`), words and bytes counted on the original WikiText
+    tokens (`perplexity`'s originals), rolling windows of the model's context."""
     docs = _documents(ev.wikitext2, ev.wikitext2_split)
     if not docs:
         return {}
-    texts, budget = [], ev.wikitext2_max_words
+    originals, budget = [], ev.wikitext2_max_words
     for d in docs:
         words = d["tokens"] if budget is None else d["tokens"][:budget]
         if words:
-            texts.append(" ".join(words))
+            originals.append(" ".join(words))
         if budget is not None:
             budget -= len(words)
             if budget <= 0:
                 break
-    return {name: _ppl(lm, texts) for name, lm in lms.items() if "+coref" not in name}
+    texts = [detokenize(o) for o in originals]
+    return {name: _ppl(lm, texts, originals) for name, lm in lms.items() if "+coref" not in name}
 
 
 def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
@@ -100,10 +108,27 @@ def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
     if not path.is_file():
         return None
     docs = {d["doc_id"]: d for d in _documents(ev.lambada, ev.lambada_split) or []}
+    released = released_passages(raw_dir(ev.lambada))
+    if not released:
+        log.warning("eval.lambada %s: no released passages in %s; scoring the words joined "
+                    "by spaces", ev.lambada, raw_dir(ev.lambada))  # fmt: skip
     items = [i for i in read_table(path).to_pylist() if i["doc_id"] in docs]
     items = items[: ev.lambada_max_items or None]
     rows = [docs[i["doc_id"]] for i in items]
-    return [" ".join([*d["tokens"], i["answer"]]) for d, i in zip(rows, items, strict=True)], rows
+    where = raw_dir(ev.lambada)
+    return [_released(d, i, released, where) for d, i in zip(rows, items, strict=True)], rows
+
+
+def _released(doc: dict, item: dict, released: dict[str, str], where: Path) -> str:
+    """The passage as its file releases it (tasks/corpora/lambada.py `released_passages`);
+    the words joined by spaces where the raw file is absent (a corpus not from the files)."""
+    words = [*doc["tokens"], item["answer"]]
+    text = released.get(doc["doc_id"])
+    if text is None:
+        return " ".join(words)
+    if text.split() != words:
+        raise DataError(where, f"{doc['doc_id']}: the released passage is not its words")
+    return text
 
 
 def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
@@ -119,7 +144,8 @@ def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
                 continue
             for d, p in zip(docs, passages, strict=True):
                 ents = coref.get(d["doc_id"], [0] * len(d["tokens"]))
-                lm.annotate(p.split(" "), [*ents, 0])  # App. B: not the target word's
+                # App. B: not the target word's
+                lm.annotate(p.split(), [*ents, 0], text=p)
         for convention in ("full_word", "last_token"):
             t0 = time.perf_counter()
             r = lambada(lm, passages, convention=convention)
@@ -236,7 +262,8 @@ def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -
     lms = scorers(model_name, model, backbone, ev, device)
     items: dict[str, list[bool]] = {}
     results: dict[str, Any] = {
-        "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words"
+        "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words "
+        "(WikiText: the original tokens, the text scored detokenized as the harness's wikitext)"
     }
     steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev),
              "lambada": lambda: lambada_eval(lms, ev, items), "cbt": lambda: cbt_eval(lms, ev, items)}  # fmt: skip

@@ -5,9 +5,12 @@ FT, CoreLM with and without coreference at test time -- is scored by the same ev
 Entities at test time travel beside the text: `annotate(words, entity_ids)` registers a text's
 word-level entity ids; a request whose tokens (context + continuation) are exactly a
 registered text's tokens gets them per subword token, others get none (counted in `misses`).
-A text with no context starts from the backbone's BOS (GPT-2's <|endoftext|>); a text longer
-than the window is scored in disjoint windows, each conditioned on the previous token
-(lm-evaluation-harness's rolling windows with context length 1): every token predicted once.
+A text with no context starts from `bos_id`; a continuation or text longer than the window is
+scored in lm-evaluation-harness's rolling windows (tasks/evaluation/lm.py `window_spans`: full
+windows of max_length input tokens, the later ones predicting `stride` tokens each): every
+token predicted exactly once, each request cut as the harness's `_loglikelihood_tokens` cuts
+it (input = the max_length tokens before the last scored one). Scores are memoised per
+window for LAMBADA's second convention, in a bounded LRU (`memo_size` windows).
 
 Entity vectors (entity_mode "running_mean", models/corelm/model.py): rolling scores (perplexity:
 every token is scored) always use the causal mention mean; context/continuation requests
@@ -19,6 +22,7 @@ annotation which were to be predicted" -- and with "causal" the running mean as 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Literal
 
@@ -26,7 +30,13 @@ import torch
 
 from models.corelm.data import align
 from models.corelm.model import CoreLM, EntityMode
-from tasks.evaluation.lm import LanguageModel, RollingScore, TokenRequest, register_lm
+from tasks.evaluation.lm import (
+    LanguageModel,
+    RollingScore,
+    TokenRequest,
+    register_lm,
+    window_spans,
+)
 
 
 @register_lm("corelm")
@@ -37,7 +47,8 @@ class CoreLMScorer(LanguageModel):
     def __init__(self, model: CoreLM, tokenizer, *, bos_id: int, max_length: int = 1024,
                  entity_mode: EntityMode = "none", batch_size: int = 8, name: str = "corelm",
                  device: str | torch.device = "cpu",
-                 cloze_entities: Literal["entry_mean", "causal"] = "entry_mean"):  # fmt: skip
+                 cloze_entities: Literal["entry_mean", "causal"] = "entry_mean",
+                 stride: int | None = None, memo_size: int = 8192):  # fmt: skip
         self.model, self.tokenizer, self.bos_id = model.eval(), tokenizer, int(bos_id)
         self.max_length, self.entity_mode, self.batch_size = (
             int(max_length),
@@ -48,16 +59,23 @@ class CoreLMScorer(LanguageModel):
         if cloze_entities not in ("entry_mean", "causal"):
             raise ValueError(f"cloze_entities: {cloze_entities!r} not entry_mean / causal")
         self.cloze_entities = cloze_entities
+        if self.max_length < 1 or not 1 <= (stride or self.max_length) <= self.max_length:
+            raise ValueError(f"max_length {max_length} < 1 or stride {stride} not in [1, it]")
+        if memo_size < 0:
+            raise ValueError(f"memo_size {memo_size} < 0")
+        self.stride, self.memo_size = stride, int(memo_size)
         self._entities: dict[tuple[int, ...], list[int]] = {}
         self.misses = 0
-        self._memo: dict[tuple, dict[int, tuple[float, bool]]] = {}
+        self._memo: OrderedDict[tuple, dict[int, tuple[float, bool]]] = OrderedDict()
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def annotate(self, words: Sequence[str], entity_ids: Sequence[int]) -> None:
-        """Register the entity ids of the text " ".join(words) (0 = no entity)."""
-        ids, ents = align(self.tokenizer, words, entity_ids)
+    def annotate(self, words: Sequence[str], entity_ids: Sequence[int], text: str | None = None
+                 ) -> None:  # fmt: skip
+        """Register the entity ids of the text " ".join(words), or of *text* holding the words
+        in order with its own whitespace (LAMBADA as released) (0 = no entity)."""
+        ids, ents = align(self.tokenizer, words, entity_ids, text)
         self._entities[tuple(ids)] = ents
 
     def clear_annotations(self) -> None:
@@ -85,10 +103,12 @@ class CoreLMScorer(LanguageModel):
         position was scored before (same ids, entities and entity vectors: LAMBADA's
         last-token request after its full-word one) is answered from the memo, without a
         second forward pass."""
-        todo = [r for r in rows if self._memo_get(r, mode) is None]
+        out = [self._memo_get(r, mode) for r in rows]
+        todo = [i for i, r in enumerate(out) if r is None]
         if todo:
-            self._forward(todo, mode)
-        return [self._memo_get(r, mode) for r in rows]
+            for i, r in zip(todo, self._forward([rows[i] for i in todo], mode), strict=True):
+                out[i] = r
+        return out
 
     @staticmethod
     def _memo_key(row, mode: EntityMode) -> tuple:
@@ -98,71 +118,78 @@ class CoreLMScorer(LanguageModel):
 
     def _memo_get(self, row, mode: EntityMode) -> tuple[float, bool] | None:
         x, e, n = row
-        seen = self._memo.get(self._memo_key(row, mode))
+        key = self._memo_key(row, mode)
+        seen = self._memo.get(key)
         if seen is None or any(p not in seen for p in range(len(x) - n, len(x))):
             return None
+        self._memo.move_to_end(key)
         scores = [seen[p] for p in range(len(x) - n, len(x))]
         return sum(lp for lp, _ in scores), all(g for _, g in scores)
 
     @torch.no_grad()
-    def _forward(self, rows: list[tuple[list[int], list[int], int]], mode: EntityMode) -> None:
-        width = max(len(r[0]) for r in rows)
+    def _forward(self, rows: list[tuple[list[int], list[int], int]], mode: EntityMode
+                 ) -> list[tuple[float, bool]]:  # fmt: skip
+        """One forward pass over rows (x, e, n): the input is x[:-1] (at most max_length
+        tokens), the last n tokens of x are scored; per row (sum, all greedy), also memoised."""
+        width = max(len(r[0]) - 1 for r in rows)
         ids = torch.full((len(rows), width), self.bos_id, dtype=torch.long)
         ents = torch.zeros_like(ids)
         for i, (x, e, _) in enumerate(rows):
-            ids[i, : len(x)], ents[i, : len(e)] = torch.tensor(x), torch.tensor(e)
+            ids[i, : len(x) - 1], ents[i, : len(e) - 1] = torch.tensor(x[:-1]), torch.tensor(e[:-1])
         context_len = torch.tensor([len(x) - n for x, _, n in rows], device=self.device)
         logits = self.model(ids.to(self.device), ents.to(self.device), entity_mode=mode,
                             context_len=context_len)  # fmt: skip
         logp = torch.log_softmax(logits.float(), -1)
+        out = []
         for i, (x, e, n) in enumerate(rows):
             pos = torch.arange(len(x) - n - 1, len(x) - 1, device=logp.device)
-            gold = ids[i, len(x) - n : len(x)].to(logp.device)
+            gold = torch.tensor(x[len(x) - n :], device=logp.device)
             lp = logp[i, pos]
             gold_lp = lp.gather(1, gold[:, None])[:, 0].tolist()
             greedy = (lp.argmax(-1) == gold).tolist()
-            memo = self._memo.setdefault(self._memo_key((x, e, n), mode), {})
-            memo.update(
-                zip(range(len(x) - n, len(x)), zip(gold_lp, greedy, strict=True), strict=False)
-            )
-
-    def _loglikelihood_tokens(self, requests: Sequence[TokenRequest]) -> list[tuple[float, bool]]:
-        rows = []
-        for context, continuation in requests:
-            seq = (tuple(context) or (self.bos_id,)) + tuple(continuation)
-            ents = self._entity_ids(tuple(context) + tuple(continuation))
-            ents = ents if context else [0, *ents]
-            seq, ents = list(seq[-self.max_length :]), list(ents[-self.max_length :])
-            rows.append((seq, ents, len(continuation)))
-        order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
-        results: list = [None] * len(rows)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            scored = self._score([rows[i] for i in chunk], self._cloze_mode())
-            for i, r in zip(chunk, scored, strict=True):
-                results[i] = r
-        return results
-
-    def _loglikelihood_rolling_tokens(self, texts: Sequence[Sequence[int]]) -> list[RollingScore]:
-        out = []
-        for tokens in texts:
-            tokens = tuple(tokens)
-            ents = [0, *self._entity_ids(tokens)]
-            seq = [self.bos_id, *tokens]
-            rows, start = [], 0
-            while start < len(seq) - 1:
-                window = seq[start : start + self.max_length]
-                rows.append((window, ents[start : start + self.max_length], len(window) - 1))
-                start += self.max_length - 1
-            total = sum(ll for ll, _ in self._score_batched(rows))
-            out.append(RollingScore(total, len(tokens)))
+            out.append((sum(gold_lp), all(greedy)))
+            key = self._memo_key((x, e, n), mode)
+            memo = self._memo.setdefault(key, {})
+            self._memo.move_to_end(key)
+            memo.update(zip(range(len(x) - n, len(x)), zip(gold_lp, greedy, strict=True),
+                            strict=True))  # fmt: skip
+            while len(self._memo) > self.memo_size:
+                self._memo.popitem(last=False)
         return out
 
-    def _score_batched(self, rows):
-        res = []
-        for s in range(0, len(rows), self.batch_size):
-            res.extend(self._score(rows[s : s + self.batch_size], self.entity_mode))
-        return res
+    def _rows(self, context: Sequence[int], continuation: Sequence[int], stride: int | None
+              ) -> list[tuple[list[int], list[int], int]]:  # fmt: skip
+        """The windows (x, e, n) of one request (`window_spans`); no context = `bos_id`."""
+        ents = self._entity_ids(tuple(context) + tuple(continuation))
+        prefix, ents = (list(context), ents) if context else ([self.bos_id], [0, *ents])
+        whole = [*prefix, *continuation]
+        spans = window_spans(len(prefix), len(continuation), self.max_length, stride)
+        return [(whole[a:c], ents[a:c], c - b) for a, b, c in spans]
+
+    def _score_requests(self, requests, mode: EntityMode, stride: int | None
+                        ) -> list[tuple[float, bool]]:  # fmt: skip
+        """Per (context, continuation): the sum over its windows, greedy iff every window is."""
+        rows, owner = [], []
+        for k, (context, continuation) in enumerate(requests):
+            for row in self._rows(context, continuation, stride):
+                rows.append(row)
+                owner.append(k)
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
+        totals = [0.0] * len(requests)
+        greedy = [True] * len(requests)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for i, (ll, g) in zip(chunk, self._score([rows[i] for i in chunk], mode), strict=True):
+                totals[owner[i]] += ll
+                greedy[owner[i]] = greedy[owner[i]] and g
+        return list(zip(totals, greedy, strict=True))
+
+    def _loglikelihood_tokens(self, requests: Sequence[TokenRequest]) -> list[tuple[float, bool]]:
+        return self._score_requests(requests, self._cloze_mode(), None)
+
+    def _loglikelihood_rolling_tokens(self, texts: Sequence[Sequence[int]]) -> list[RollingScore]:
+        scores = self._score_requests([((), t) for t in texts], self.entity_mode, self.stride)
+        return [RollingScore(ll, len(t)) for (ll, _), t in zip(scores, texts, strict=True)]
 
 
 __all__ = ["CoreLMScorer"]

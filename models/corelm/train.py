@@ -109,7 +109,12 @@ class CoreLMTrain(LoopSettings):
 
 @dataclass
 class EvalSettings:
-    block_size: int = bounded(1024, ge=2)  # scoring window
+    # scoring window in input tokens; null = the backbone's context (lm-evaluation-harness's
+    # max_length); a longer text is scored in the harness's rolling windows (full windows)
+    block_size: int | None = bounded(None, ge=1)
+    # tokens a rolling window after the first predicts; null = the window (the harness's
+    # context_len 1); smaller = more context per token, more forward passes
+    stride: int | None = bounded(None, ge=1)
     batch_size: int = bounded(8, ge=1)
     heldout_split: str = "test"  # the reported held-out part of the training corpora (layer
     # 0); "dev" = the split that selects the checkpoint (the old behaviour)
@@ -179,9 +184,13 @@ def _size_problems(width, context, gating, train, evaluation, path, where) -> li
                         f"backbone's width {width} ({where})")  # fmt: skip
     for key, value in (("train.block_size", train.block_size),
                        ("eval.block_size", evaluation.block_size)):  # fmt: skip
-        if value > context:
+        if value is not None and value > context:
             problems.append(f"{path}.{key}: {value} is longer than the backbone's context "
                             f"{context} ({where})")  # fmt: skip
+    window = min(evaluation.block_size or context, context)
+    if evaluation.stride is not None and evaluation.stride > window:
+        problems.append(f"{path}.eval.stride: {evaluation.stride} is longer than the scoring "
+                        f"window {window} ({where})")  # fmt: skip
     return problems
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -123,10 +123,53 @@ def _passage_rows(
     return doc, item
 
 
+def _plain_passages(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, passage): the plain-text release's lines without their line break."""
+    yield from read_lines(path)
+
+
+def _openai_passages(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, passage): the "text" of every record of GPT-2's jsonl, as released."""
+    for lineno, line in read_lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                path, f"not a JSON object ({exc.msg} at column {exc.colno})", lineno
+            ) from None
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise DataError(path, 'expected an object with a string field "text"', lineno)
+        yield lineno, record["text"]
+
+
+def released_passages(raw_dir: Path) -> dict[str, str]:
+    """doc_id -> the passage exactly as its file releases it (context, a space, target word).
+
+    The documents keep the whitespace-split words only; a language model scores the released
+    string, as lm-evaluation-harness's lambada_openai and OpenAI's GPT-2 figure do (the jsonl
+    keeps the line breaks of 91 % of its passages; the plain-text files are one line each).
+    Same files and doc_ids as `normalize` (a sample only where the full file is absent).
+    """
+    raw_dir, out = Path(raw_dir), {}
+    files = [
+        (raw_dir / DEV_FILE, f"{NAME}/dev", _plain_passages),
+        (_pick(raw_dir, TEST_FILE, SAMPLE_TEST_FILE, "", []), f"{NAME}/test", _plain_passages),
+        (
+            _pick(raw_dir, OPENAI_FILE, SAMPLE_OPENAI_FILE, "", []),
+            f"{NAME}/openai-test",
+            _openai_passages,
+        ),
+    ]
+    for path, prefix, read in files:
+        if path is not None and path.is_file():
+            out.update((f"{prefix}/{lineno - 1:05d}", text) for lineno, text in read(path))
+    return out
+
+
 def read_plain(path: Path, split: str, prefix: str) -> tuple[list[dict], list[dict]]:
     """One passage per line (tokenized); the last token is the target word."""
     docs, items = [], []
-    for lineno, line in read_lines(path):
+    for lineno, line in _plain_passages(path):
         tokens = line.split()
         if len(tokens) < 2:
             raise DataError(
@@ -143,18 +186,10 @@ def read_plain(path: Path, split: str, prefix: str) -> tuple[list[dict], list[di
 def read_openai(path: Path, split: str, prefix: str) -> tuple[list[dict], list[dict]]:
     """GPT-2's detokenized jsonl: {"text": passage} per line; the last word is the target."""
     docs, items = [], []
-    for lineno, line in read_lines(path):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                path, f"not a JSON object ({exc.msg} at column {exc.colno})", lineno
-            ) from None
-        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise DataError(path, 'expected an object with a string field "text"', lineno)
+    for lineno, text in _openai_passages(path):
         tokens: list[str] = []
         line_starts: list[int] = []
-        for segment in record["text"].split("\n"):
+        for segment in text.split("\n"):
             words = segment.split()
             if words:
                 line_starts.append(len(tokens))

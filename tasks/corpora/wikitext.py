@@ -25,6 +25,7 @@ CoreLM (Table 1) reports zero-shot perplexity on both. Normalization:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,39 @@ class FileStats:
     def published_tokens(self) -> int:
         """Merity et al.'s count: whitespace tokens + one <eos> per line."""
         return self.text_tokens + self.lines
+
+
+def detokenize(page: str) -> str:
+    """WikiText's tokenized text back to running text, the string a language model scores:
+    lm-evaluation-harness's `wikitext_detokenizer` (lm_eval/tasks/wikitext/
+    preprocess_wikitext.py, wikitext task 2.0), rule for rule, so that scores equal its."""
+    string = page
+    # contractions
+    string = string.replace("s '", "s'")
+    string = re.sub(r"/' [0-9]/", r"/'[0-9]/", string)
+    # number separators
+    string = string.replace(" @-@ ", "-")
+    string = string.replace(" @,@ ", ",")
+    string = string.replace(" @.@ ", ".")
+    # punctuation
+    for mark in ":;.!?,":
+        string = string.replace(f" {mark} ", f"{mark} ")
+    # double brackets
+    string = re.sub(r"\(\s*([^\)]*?)\s*\)", r"(\1)", string)
+    string = re.sub(r"\[\s*([^\]]*?)\s*\]", r"[\1]", string)
+    string = re.sub(r"{\s*([^}]*?)\s*}", r"{\1}", string)
+    string = re.sub(r"\"\s*([^\"]*?)\s*\"", r'"\1"', string)
+    string = re.sub(r"'\s*([^']*?)\s*'", r"'\1'", string)
+    # miscellaneous
+    string = string.replace("= = = =", "====")
+    string = string.replace("= = =", "===")
+    string = string.replace("= =", "==")
+    string = string.replace(" " + chr(176) + " ", chr(176))
+    string = string.replace(" \n", "\n")
+    string = string.replace("\n ", "\n")
+    string = string.replace(" N ", " 1 ")
+    string = string.replace(" 's", "'s")
+    return string
 
 
 def archive_sources(

@@ -48,6 +48,7 @@ run without torch. Nothing here imports torch or transformers.
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -192,6 +193,49 @@ def _same_length(lm: LanguageModel, method: str, results: list, requests: Sequen
             f"{lm.name}.{method} returned {len(results)} results for {len(requests)} requests"
         )
     return results
+
+
+def window_spans(
+    n_context: int, n_continuation: int, max_length: int, stride: int | None = None
+) -> list[tuple[int, int, int]]:
+    """(start, split, end) per window over context + continuation: the window's request is
+    (whole[start:split], whole[split:end]); each continuation token is predicted exactly once.
+
+    lm-evaluation-harness's rolling windows (lm_eval/utils.py `get_rolling_token_windows`
+    then `make_disjoint_window`, as `HFLM.loglikelihood_rolling` calls them with context =
+    [prefix token]): the first window predicts min(max_length, n) tokens, every later one the
+    next `stride` tokens (the harness's max_seq_len - context_len + 1; stride None =
+    max_length, the harness's context_len 1), and every window is full: its input is the
+    max_length tokens before its last predicted token, reaching back into the context. A
+    continuation that fits is one request cut as the harness's `_loglikelihood_tokens` cuts
+    it: input = (context + continuation)[-(max_length + 1):][:-1]. The context must hold at
+    least one token (the model's prefix for "the start of a text").
+    """
+    if max_length < 1 or n_context < 1:
+        raise LMRequestError(
+            f"window_spans: max_length {max_length} < 1 or an empty context ({n_context})"
+        )
+    stride = max_length if stride is None else stride
+    if not 1 <= stride <= max_length:
+        raise LMRequestError(f"window_spans: stride {stride} outside [1, {max_length}]")
+    out, done = [], 0
+    while done < n_continuation:
+        size = min(n_continuation - done, max_length if done == 0 else stride)
+        end = n_context + done + size
+        out.append((max(0, end - max_length - 1), end - size, end))
+        done += size
+    return out
+
+
+def token_windows(
+    context: Sequence[int], continuation: Sequence[int], max_length: int, stride: int | None = None
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The (context ids, continuation chunk) requests of `window_spans`."""
+    whole = (*context, *continuation)
+    return [
+        (whole[a:b], whole[b:c])
+        for a, b, c in window_spans(len(context), len(continuation), max_length, stride)
+    ]
 
 
 # ============================================================================================
@@ -364,18 +408,20 @@ def _exp_per_unit(neg_loglikelihood: float, units: int) -> float:
 
 @dataclass(frozen=True)
 class Perplexity:
-    """Perplexity of a set of texts, per model token and per whitespace word.
+    """Perplexity of a set of texts, per model token, per word and per byte.
 
     token_perplexity = exp(-loglikelihood / n_tokens), n_tokens = tokens the model predicted
     (its own tokenization: compare it only between models sharing a tokenizer).
-    word_perplexity = exp(-loglikelihood / n_words), n_words = whitespace-separated words of
-    the texts (lm-evaluation-harness's `word_perplexity`, aggregation `weighted_perplexity`):
-    comparable across tokenizers. bits_per_byte = -loglikelihood / n_bytes / ln 2 (UTF-8 bytes,
-    the harness's `bits_per_byte`). loglikelihood is the natural-log total over all texts.
+    word_perplexity = exp(-loglikelihood / n_words), byte_perplexity = exp(-loglikelihood /
+    n_bytes), bits_per_byte = -loglikelihood / n_bytes / ln 2 (lm-evaluation-harness's
+    `word_perplexity`, `byte_perplexity`, `bits_per_byte`, aggregations `weighted_perplexity`
+    and `bits_per_byte`): comparable across tokenizers. Words and bytes are counted on the
+    texts, or on their originals (`perplexity`). loglikelihood: natural-log total.
     """
 
     token_perplexity: float
     word_perplexity: float
+    byte_perplexity: float
     bits_per_byte: float
     loglikelihood: float
     n_tokens: int
@@ -384,21 +430,37 @@ class Perplexity:
     n_texts: int
 
 
-def perplexity(lm: LanguageModel, texts: Sequence[str]) -> Perplexity:
-    """Token- and word-level perplexity of *texts*, each scored from its start (rolling)."""
+def perplexity(
+    lm: LanguageModel, texts: Sequence[str], *, originals: Sequence[str] | None = None
+) -> Perplexity:
+    r"""Token-, word- and byte-level perplexity of *texts*, each scored from its start (rolling).
+
+    originals: per text, the string its words and bytes are counted on, where the scored text
+    is a rewriting of it -- lm-evaluation-harness's wikitext task scores the detokenized page
+    and counts `len(re.split(r"\s+", page))` words and the UTF-8 bytes of the page "before
+    detokenization" (lm_eval/tasks/wikitext/preprocess_wikitext.py `process_results`), which
+    is exactly what is counted then. Without originals: the whitespace-separated words of the
+    texts (the same count as the harness's for a text not starting or ending with whitespace).
+    """
     texts = _sequence(texts)
     if not texts:
         raise LMRequestError("perplexity: no texts to score")
+    if originals is None:
+        n_words = sum(len(text.split()) for text in texts)
+        counted = texts
+    else:
+        counted = _sequence(originals)
+        if len(counted) != len(texts) or not all(isinstance(o, str) for o in counted):
+            raise LMRequestError("perplexity: originals must be one str per text")
+        n_words = sum(len(re.split(r"\s+", original)) for original in counted)
     scores = lm.loglikelihood_rolling(texts)
     total = sum(s.loglikelihood for s in scores)
     n_tokens = sum(s.n_tokens for s in scores)
-    # the harness counts len(re.split(r"\s+", doc)); the same for texts not starting or
-    # ending with whitespace, and never counts empty strings as words
-    n_words = sum(len(text.split()) for text in texts)
-    n_bytes = sum(len(text.encode("utf-8")) for text in texts)
+    n_bytes = sum(len(text.encode("utf-8")) for text in counted)
     return Perplexity(
         token_perplexity=_exp_per_unit(-total, n_tokens),
         word_perplexity=_exp_per_unit(-total, n_words),
+        byte_perplexity=_exp_per_unit(-total, n_bytes),
         bits_per_byte=-total / n_bytes / math.log(2),
         loglikelihood=total,
         n_tokens=n_tokens,

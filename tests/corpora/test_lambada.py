@@ -215,3 +215,49 @@ def test_train_novel_bad_utf8_names_member_and_line(tmp_path):
     with pytest.raises(DataError) as err:
         lambada.normalize(raw, {})
     assert "train-novels/Horror/bad.txt:2:" in str(err.value)
+
+
+# --- the passages as released (#28: a language model scores the file's string) ---------------
+
+
+@pytest.fixture(scope="module")
+def real_raw(mirror_session, tmp_path_factory):
+    got = fetch_and_normalize(lambada, mirror_session, tmp_path_factory.mktemp("lambada_raw"))
+    return got.raw, got.out
+
+
+@pytest.mark.mirror
+def test_mirror_released_dev_passages_are_the_file_s_lines(real_raw, mirror):
+    raw, out = real_raw
+    passages = lambada.released_passages(raw)
+    lines = (mirror / "lambada" / lambada.DEV_FILE).read_text(encoding="utf-8").splitlines()
+    assert [passages[f"lambada/dev/{k:05d}"] for k in range(len(lines))] == lines
+    docs = {d["doc_id"]: d for d in out.documents}
+    for item in out.items:  # the documents' words are the released passage's words
+        words = [*docs[item["doc_id"]]["tokens"], item["answer"]]
+        assert passages[item["doc_id"]].split() == words, item["doc_id"]
+
+
+@pytest.mark.mirror
+def test_mirror_released_openai_passages_keep_their_line_breaks(real_raw, mirror):
+    raw, _ = real_raw
+    passages = lambada.released_passages(raw)
+    path = mirror / "lambada" / lambada.SAMPLE_OPENAI_FILE
+    texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [passages[f"lambada/openai-test/{k:05d}"] for k in range(len(texts))] == texts
+    assert sum("\n" in t for t in texts) == 182  # 91 % of the 200-passage sample
+
+
+def test_released_passages_are_the_file_strings(tmp_path):
+    text = 'He came in\n\n"Hello," she said  and'
+    raw = _raw(
+        tmp_path,
+        b"a b  c\r\nd e\n",
+        **{lambada.OPENAI_FILE: json.dumps({"text": text}).encode() + b"\n"},
+    )
+    assert lambada.released_passages(raw) == {
+        "lambada/dev/00000": "a b  c",
+        "lambada/dev/00001": "d e",
+        "lambada/openai-test/00000": text,
+    }
+    assert lambada.released_passages(tmp_path / "absent") == {}

@@ -143,3 +143,26 @@ def test_wikitext103_sources_and_train_default(tmp_path):
     (raw / "wiki.test.tokens").unlink()
     with pytest.raises(MissingSourceError):
         wikitext103.normalize(raw, {})
+
+
+# --- the harness's detokenizer (#28) ---------------------------------------------------------
+
+
+def test_detokenize_is_the_harness_s_wikitext_detokenizer():
+    from tasks.corpora.wikitext import detokenize
+
+    page = ' = Title = \n \n It was 1 @,@ 000 km ( 620 mi ) long , " he said " . N N \n'
+    assert detokenize(page) == ' = Title =\n\nIt was 1,000 km (620 mi) long, "he said". 1 N\n'
+    harness = pytest.importorskip("lm_eval.tasks.wikitext.preprocess_wikitext")
+    assert detokenize(page) == harness.wikitext_detokenizer({"page": page})
+
+
+@pytest.mark.mirror
+def test_detokenize_equals_the_harness_on_the_mirror_s_valid_file(mirror):
+    from tasks.corpora.wikitext import detokenize
+
+    harness = pytest.importorskip("lm_eval.tasks.wikitext.preprocess_wikitext")
+    text = (mirror / "wikitext2" / "wiki.valid.tokens").read_text(encoding="utf-8")
+    for start in range(0, len(text), 20_000):
+        page = text[start : start + 20_000]
+        assert detokenize(page) == harness.wikitext_detokenizer({"page": page})

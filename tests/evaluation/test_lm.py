@@ -29,6 +29,8 @@ from tasks.evaluation.lm import (
     lambada,
     perplexity,
     register_lm,
+    token_windows,
+    window_spans,
 )
 
 approx = pytest.approx
@@ -188,6 +190,19 @@ def test_unigram_perplexity_is_the_geometric_mean_inverse_probability(unigram):
     assert (result.n_tokens, result.n_words) == (5, 5)
 
 
+def test_perplexity_counts_words_and_bytes_on_the_originals_as_the_harness(unigram):
+    """lm_eval/tasks/wikitext/preprocess_wikitext.py: words = len(re.split(r"\\s+", page)),
+    bytes = the page's UTF-8 bytes, the page being the text before detokenization."""
+    originals = [" the  cat \n", "the the sat"]  # re.split counts the empty ends: 4 + 3
+    result = perplexity(unigram, ["the cat", "the the sat"], originals=originals)
+    assert (result.n_tokens, result.n_words, result.n_bytes) == (5, 7, 11 + 11)
+    assert result.word_perplexity == approx(128 ** (1 / 7), rel=1e-12)
+    assert result.byte_perplexity == approx(128 ** (1 / 22), rel=1e-12)
+    assert result.bits_per_byte == approx(math.log2(128) / 22, rel=1e-12)
+    with pytest.raises(LMRequestError, match="originals"):
+        perplexity(unigram, ["the cat"], originals=[])
+
+
 def test_perplexity_refuses_no_texts(bigram):
     with pytest.raises(LMRequestError, match="perplexity: no texts to score"):
         perplexity(bigram, [])
@@ -326,3 +341,42 @@ def test_registration_errors(empty_registry):
     register_lm("broken")(lambda: "not a model")
     with pytest.raises(LMRegistryError, match="returned a str, not a LanguageModel"):
         get_lm("broken")
+
+
+# --- windows (lm-evaluation-harness's rolling windows) ---------------------------------------
+
+
+@pytest.mark.parametrize("max_length", [1, 2, 5, 8])
+@pytest.mark.parametrize("n", [1, 4, 5, 8, 9, 17, 40])
+def test_windows_predict_each_token_once_from_full_windows(max_length, n):
+    for stride in sorted({1, max(1, max_length // 2), max_length}):
+        for n_context in (1, 3, 12):
+            spans = window_spans(n_context, n, max_length, stride)
+            assert [i for _, b, c in spans for i in range(b, c)] == list(
+                range(n_context, n_context + n)
+            )
+            for k, (a, b, c) in enumerate(spans):
+                assert b - a >= 1 and c - b <= (max_length if k == 0 else stride)
+                assert c - 1 - a == min(max_length, c - 1)  # a full window, or all there is
+
+
+def test_windows_equal_the_harness_s_rolling_windows():
+    utils = pytest.importorskip("lm_eval.utils")
+    tokens = list(range(100, 140))
+    for max_length in (1, 3, 8, 16, 64):
+        for context_len in sorted({1, min(2, max_length), max_length // 2 or 1, max_length}):
+            for n in (1, 7, 8, 9, 16, 17, 40):
+                want = [
+                    tuple(map(tuple, utils.make_disjoint_window(w)))
+                    for w in utils.get_rolling_token_windows(
+                        tokens[:n], 7, max_seq_len=max_length, context_len=context_len
+                    )
+                ]
+                stride = max_length - context_len + 1
+                assert token_windows([7], tokens[:n], max_length, stride) == want
+
+
+def test_windows_refuse_bad_lengths():
+    for args in [(0, 3, 4, None), (1, 3, 0, None), (1, 3, 4, 5), (1, 3, 4, 0)]:
+        with pytest.raises(LMRequestError):
+            window_spans(*args)

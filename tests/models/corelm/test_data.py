@@ -53,3 +53,13 @@ def test_gpt2_tokenizer_matches_tiktoken(mirror):
     assert len(tok) == 50257
     assert tok(text)["input_ids"] == enc.encode(text)
     assert tok.decode(tok(text)["input_ids"]) == text
+
+
+def test_words_are_located_in_a_released_text_with_its_own_whitespace():
+    """LAMBADA's jsonl keeps line breaks: entities are aligned on that string (#28)."""
+    from models.corelm.data import locate_words
+    from tasks.core.errors import CorefreproError
+
+    assert locate_words("a  bc\n\nd", ["a", "bc", "d"]) == [0, 3, 7]
+    with pytest.raises(CorefreproError):
+        locate_words("a x bc", ["a", "bc"])  # a word between them

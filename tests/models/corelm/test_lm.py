@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from pytest import approx
 
-from models.corelm.evaluate import annotate_cbt, cbt_eval, cbt_items, cbt_questions, scorers
+from models.corelm.evaluate import (
+    _lambada_passages,
+    annotate_cbt,
+    cbt_eval,
+    cbt_items,
+    cbt_questions,
+    lambada_eval,
+    scorers,
+)
 from models.corelm.lm import CoreLMScorer
 from models.corelm.model import CoreLM
 from models.corelm.train import EvalSettings
@@ -161,3 +171,195 @@ def test_cloze_requests_use_the_entry_mean_of_their_context(tiny):
     # perplexity scores every token: it keeps the causal mean in both scorers (no leak)
     r1, r2 = (lm.loglikelihood_rolling(passage)[0].loglikelihood for lm in (entry, causal))
     assert r1 == r2
+
+
+# --- windows: the edge cases of #28 against a brute-force reference ---------------------------
+
+
+@pytest.fixture(scope="module")
+def sharp(tiny):
+    """A random GPT-2 whose predictions depend strongly on the context (large weights): with
+    the near-uniform `tiny`, one token of context more or less changes a score by ~1e-6."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tiny.tokenizer), n_positions=64, n_embd=32, n_layer=2,
+                        n_head=2, initializer_range=0.5)  # fmt: skip
+    return GPT2LMHeadModel(config).eval()
+
+
+def _scorer(sharp, tiny, **kw):
+    model = CoreLM(sharp, n_entities=2, gating=False).eval()
+    return CoreLMScorer(model, tiny.tokenizer, bos_id=tiny.bos_id, max_length=8, **kw)
+
+
+def _reference(model, bos, context, continuation, max_length, stride=None):
+    """Sum of log P(token | its window's tokens before it), one unpadded forward pass per token.
+
+    The windows as lm-evaluation-harness defines them (lm_eval/utils.py
+    get_rolling_token_windows, context_len = max_length - stride + 1): the continuation in
+    chunks (the first max_length tokens, then `stride` each); a chunk ending at position `end`
+    of prefix + continuation sees the max_length tokens before `end - 1`.
+    """
+    prefix = list(context) or [bos]
+    whole, stride = [*prefix, *continuation], stride or max_length
+    total, done = 0.0, 0
+    while done < len(continuation):
+        size = min(len(continuation) - done, max_length if done == 0 else stride)
+        end = len(prefix) + done + size
+        start = max(0, end - 1 - max_length)
+        for t in range(end - size, end):
+            with torch.no_grad():
+                logits = model(torch.tensor([whole[start:t]])).logits[0, -1]
+            total += float(torch.log_softmax(logits.float(), -1)[whole[t]])
+        done += size
+    return total
+
+
+def _ids(tiny, n: int, seed: int = 0) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, len(tiny.tokenizer), (n,), generator=g).tolist()
+
+
+@pytest.mark.parametrize(
+    ("n_context", "n_continuation"),
+    [(5, 8), (5, 9), (5, 21), (0, 8), (0, 9), (0, 21), (3, 1), (0, 1)],
+    ids=["cont=window", "cont=window+1", "cont>2windows", "empty-ctx=window",
+         "empty-ctx=window+1", "empty-ctx>2windows", "one-token", "empty-ctx-one-token"],
+)  # fmt: skip
+def test_requests_equal_the_brute_force_reference(tiny, sharp, n_context, n_continuation):
+    lm = _scorer(sharp, tiny, batch_size=3)
+    context, continuation = _ids(tiny, n_context, 1), _ids(tiny, n_continuation, 2)
+    (ll, _), (again, _) = lm.loglikelihood_tokens([(context, continuation)] * 2)
+    want = _reference(sharp, tiny.bos_id, context, continuation, 8)
+    assert math.isclose(ll, want, rel_tol=1e-6) and ll == again
+    if not context:  # empty context = the text from its start = context [bos]
+        ((explicit, _),) = lm.loglikelihood_tokens([([tiny.bos_id], continuation)])
+        assert math.isclose(ll, explicit, rel_tol=1e-6)
+
+
+def test_the_reference_tells_one_token_of_context_apart(tiny, sharp):
+    """The old scorer's error (the first token of a window-long continuation scored from the
+    last position) moves the score far beyond the tolerance on this model."""
+    context, continuation = _ids(tiny, 5, 1), _ids(tiny, 8, 2)
+    full = _reference(sharp, tiny.bos_id, context, continuation, 8)
+    shifted = _reference(sharp, tiny.bos_id, context[-1:], continuation, 7)
+    assert not math.isclose(full, shifted, rel_tol=1e-3)
+
+
+@pytest.mark.parametrize("stride", [None, 8, 3, 1])
+def test_rolling_scores_equal_the_brute_force_reference(tiny, sharp, stride):
+    lm = _scorer(sharp, tiny, stride=stride)
+    tokens = _ids(tiny, 23, 3)
+    score = lm._loglikelihood_rolling_tokens([tokens])[0]
+    assert score.n_tokens == 23
+    want = _reference(sharp, tiny.bos_id, [], tokens, 8, stride)
+    assert math.isclose(score.loglikelihood, want, rel_tol=1e-6)
+
+
+def test_the_last_window_has_full_context(tiny, sharp):
+    """The harness's last window sees max_length tokens, not the one token before it."""
+    lm = _scorer(sharp, tiny)
+    tokens = _ids(tiny, 9, 4)  # one window of 8, then one token
+    with torch.no_grad():
+        logits = sharp(torch.tensor([tokens[:8]])).logits[0, -1]
+    last = float(torch.log_softmax(logits.float(), -1)[tokens[8]])
+    first = lm.loglikelihood_tokens([([tiny.bos_id], tokens[:8])])[0][0]
+    assert math.isclose(lm._loglikelihood_rolling_tokens([tokens])[0].loglikelihood,
+                        first + last, rel_tol=1e-6)  # fmt: skip
+
+
+def test_the_memo_is_bounded_and_changes_no_score(tiny, sharp):
+    small, big = _scorer(sharp, tiny, memo_size=2, batch_size=4), _scorer(sharp, tiny)
+    reqs = [(_ids(tiny, 4, s), _ids(tiny, 3 + s % 7, s + 50)) for s in range(12)]
+    a, b = small.loglikelihood_tokens(reqs * 2), big.loglikelihood_tokens(reqs)
+    assert len(small._memo) <= 2
+    assert [x for x, _ in a] == approx([x for x, _ in b * 2], rel=1e-6)
+    assert [g for _, g in a] == [g for _, g in b * 2]
+    with pytest.raises(ValueError):
+        _scorer(sharp, tiny, stride=9)
+
+
+# --- LAMBADA as released (#28) -----------------------------------------------------------------
+
+
+def _lambada_corpus(tmp_path, monkeypatch, texts: list[str]) -> None:
+    from tasks.corpora import lambada as corpus
+
+    raw = tmp_path / "data" / "raw" / "lambada"
+    raw.mkdir(parents=True)
+    (raw / corpus.DEV_FILE).write_text("mary went to the kitchen\n")
+    (raw / corpus.OPENAI_FILE).write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    out = corpus.normalize(raw, {})
+    folder = tmp_path / "data" / "docs" / "lambada"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(out.documents), folder / "documents.parquet")
+    pq.write_table(pa.Table.from_pylist(out.items), folder / "items.parquet")
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+
+
+def test_lambada_scores_the_passages_as_released(tmp_path, tiny, scorer, monkeypatch):
+    texts = ["Mary went to the kitchen.\n\nShe picked up the apple",
+             "John travelled to the garden.\nThen he dropped the football"]  # fmt: skip
+    _lambada_corpus(tmp_path, monkeypatch, texts)
+    ev = EvalSettings(lambada="lambada", lambada_split="test")
+    passages, _ = _lambada_passages(ev)
+    assert passages == texts
+    items: dict = {}
+    out = lambada_eval({"corelm": scorer}, ev, items)
+    want = lambada(scorer, texts)  # the harness's request: context = text.rpartition(" ")[0]
+    assert out["corelm/full_word"]["accuracy"] == want.accuracy
+    assert math.isclose(out["corelm/full_word"]["perplexity"], want.perplexity, rel_tol=1e-12)
+    joined = lambada(scorer, [" ".join(t.split()) for t in texts])
+    assert joined.loglikelihoods != want.loglikelihoods  # the line breaks are scored
+
+
+def test_lambada_coreference_annotates_the_released_text(tmp_path, tiny, monkeypatch):
+    texts = ["Mary went to the kitchen.\n\nShe picked up the apple"]
+    _lambada_corpus(tmp_path, monkeypatch, texts)
+    view = tmp_path / "data" / "graphs" / "lambada-model"
+    view.mkdir(parents=True)
+    rows = [{"doc_id": "lambada/openai-test/00000", "layer": 0, "split": "test",
+             "entity_ids": [1, 0, 0, 0, 0, 1, 0, 0, 0]}]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), view / "corelm.parquet")
+    torch.manual_seed(0)
+    model = CoreLM(tiny.model, n_entities=2, n_heads=2).eval()
+    ev = EvalSettings(lambada="lambada", lambada_split="test", lambada_coref_run="lambada-model")
+    lms = scorers("corelm", model, tiny, ev, "cpu")
+    out = lambada_eval(lms, ev, {})
+    assert "corelm+coref/full_word" in out and lms["corelm+coref"].misses == 0
+    ids = tuple(lms["corelm+coref"].tokenize(texts[0]))
+    assert ids in lms["corelm+coref"]._entities  # registered on the released string
+
+
+# --- the scoring window and the prefix (#28) ---------------------------------------------------
+
+
+def test_the_scoring_window_defaults_to_the_model_s_context(tiny):
+    model = CoreLM(tiny.model, n_entities=2, gating=False).eval()
+    (default,) = scorers("m", model, tiny, EvalSettings(), "cpu").values()
+    assert default.max_length == tiny.max_length == 64 and default.stride is None
+    (set_,) = scorers("m", model, tiny, EvalSettings(block_size=16, stride=4), "cpu").values()
+    assert set_.max_length == 16 and set_.stride == 4
+    assert default.bos_id == tiny.prefix_id
+
+
+class _Tok:
+    """A tokenizer whose BOS is not its <|endoftext|> (SmolLM2's case)."""
+
+    def __init__(self, bos, eos):
+        self.bos_token_id, self.eos_token_id = bos, eos
+
+    def get_vocab(self):
+        return {"<|endoftext|>": 0, "<s>": 1, "</s>": 2}
+
+    def convert_tokens_to_ids(self, token):
+        return self.get_vocab()[token]
+
+
+def test_the_prefix_is_the_tokenizer_s_bos_as_the_harness_takes_it():
+    from models.corelm.backbone import Backbone
+
+    assert Backbone("b", None, _Tok(1, 2)).prefix_id == 1
+    assert Backbone("b", None, _Tok(None, 2)).prefix_id == 2  # no BOS: EOS (HFLM)
+    assert Backbone("b", None, _Tok(1, 2)).bos_id == 0  # training's separator stays

@@ -181,3 +181,14 @@ def test_gate_and_entity_settings_reach_the_model(tmp_path):
     assert model.entities is not None and model.train_entity_mode == "table"
     with pytest.raises(ConfigError, match="flow_rate"):
         parse_settings(train.TrainCoreLMSettings, {"gating": {"flow_rate": 1.5}}, "test")
+
+
+def test_a_stride_longer_than_the_scoring_window_is_refused():
+    base = {"backbone": "tiny", "gating": {"n_heads": 2}, "train": {"block_size": 32},
+            "tiny": {"vocab_size": 300, "n_layer": 1, "n_head": 2, "n_embd": 32,
+                     "n_positions": 64}}  # fmt: skip
+    for ev in ({"stride": 65}, {"block_size": 16, "stride": 17}, {"block_size": 65}):
+        with pytest.raises(ConfigError):
+            parse_settings(train.TrainCoreLMSettings, {**base, "eval": ev}, "test")
+    ok = parse_settings(train.TrainCoreLMSettings, {**base, "eval": {"stride": 64}}, "test")
+    assert ok.eval.block_size is None and ok.eval.stride == 64
