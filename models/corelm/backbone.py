@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from tasks.core.config import mirror_setting, resolve_path
-from tasks.core.errors import CorefreproError
+from tasks.core.errors import CorefreproError, first_line
 from tasks.core.settings import bounded
 from tasks.core.storage import verified_cache
 
@@ -180,9 +180,8 @@ def _loaded(source: str | Path, what: str, load: Callable[[], Any]) -> Any:
     except BackboneError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to read the files is the user's to fix
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise BackboneError(
-            f"{source}: cannot read the {what} ({type(exc).__name__}: {first}). The files are "
+            f"{source}: cannot read the {what} ({type(exc).__name__}: {first_line(exc)}). The files are "
             "damaged or not a model transformers reads: delete the cache folder to rebuild it, "
             "or pass a folder with a complete model (train_corelm.backbone)"
         ) from None
@@ -286,8 +285,9 @@ def smollm2_backbone(cache_dir: Path) -> Backbone:
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         except Exception as exc:  # noqa: BLE001 - a damaged GGUF: one line, not a traceback
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise BackboneError(f"{gguf}: unreadable GGUF ({first}); {reinstall}") from None
+            raise BackboneError(
+                f"{gguf}: unreadable GGUF ({first_line(exc)}); {reinstall}"
+            ) from None
         _plain_copy(model).save_pretrained(tmp)  # a GGUF-loaded model refuses to save
         tokenizer.save_pretrained(tmp)
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from tasks.core import storage
-from tasks.core.errors import CorefreproError
+from tasks.core.errors import CorefreproError, first_line
 
 
 class CheckpointMismatchError(CorefreproError):
@@ -78,19 +78,14 @@ def _safe_load(path: Path) -> dict:
     except pickle.UnpicklingError as exc:
         raise CorefreproError(
             f"{path}: refused: not a plain checkpoint of this project (it holds objects that "
-            f"would run code when loaded: {_first_line(exc)}). Retrain, or remove the file."
+            f"would run code when loaded: {first_line(exc)}). Retrain, or remove the file."
         ) from None
     except (RuntimeError, EOFError, KeyError, ValueError, OSError) as exc:
         # truncated (miniz: no central directory), empty (EOFError), not a torch file at all
         raise CorefreproError(
-            f"{path}: unreadable checkpoint ({_first_line(exc)}): it is truncated or not a "
+            f"{path}: unreadable checkpoint ({first_line(exc)}): it is truncated or not a "
             "torch checkpoint. Remove it and rerun the stage that writes it."
         ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 def load_checkpoint(

@@ -9,6 +9,12 @@ class CorefreproError(Exception):
     """Base class: every error the pipeline raises on purpose."""
 
 
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """A library error's first line (its type when empty): what a one-line message quotes."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]
+
+
 class DataError(CorefreproError):
     """Malformed input: names the file and (when known) the 1-based line."""
 
