@@ -1,12 +1,20 @@
-"""The model families the pipeline trains: name -> the module holding its FAMILY
-(tasks/training/family.py). Imported by name on first use, so reading one family's code
-does not load the others (torch models, tokenizers)."""
+"""What the pipeline can build by name, imported on first use so that reading one family's
+code does not load the others (torch models, tokenizers):
+
+- `FAMILIES`: the model families the pipeline trains -> the module holding its FAMILY
+  (tasks/training/family.py);
+- `LANGUAGE_MODELS`: every language model of the project -> the module registering it with
+  `tasks.evaluation.lm.register_lm`. `language_model(name, **kwargs)` is how stages (and the
+  lm-evaluation-harness adapter) get an LM: every perplexity, LAMBADA and CBT figure of the
+  report comes from a `LanguageModel` built here (issue #28).
+"""
 
 from __future__ import annotations
 
 import importlib
 
 from tasks.core.errors import CorefreproError
+from tasks.evaluation.lm import LanguageModel, UnknownLMError, get_lm
 from tasks.training.family import Family
 
 FAMILIES: dict[str, str] = {
@@ -14,6 +22,14 @@ FAMILIES: dict[str, str] = {
     "coref": "models.coref.family",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
     "entitynlm": "models.entitynlm.family",  # Ji et al. 2017: EntityNLM, RNNLM baseline
     "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
+}
+
+LANGUAGE_MODELS: dict[str, str] = {
+    "corelm": "models.corelm.lm",  # a causal LM with or without Entity-Gating (all of Table 1-2)
+    "rnnlm": "models.entitynlm.lm",  # Ji et al. 2017 Table 1: the LSTM baseline
+    "entitynlm": "models.entitynlm.lm",  # Ji et al. 2017 Eq. 11: the IS marginal
+    "5gram": "models.entitynlm.ngram",  # Ji et al. 2017 Table 1: modified Kneser-Ney (KenLM)
+    "table": "tasks.evaluation.lm",  # the reference implementation (a fixed n-gram table)
 }
 
 
@@ -25,3 +41,17 @@ def get(name: str) -> Family:
     if name not in FAMILIES:
         raise CorefreproError(f"unknown model family '{name}'; known: {', '.join(names())}")
     return importlib.import_module(FAMILIES[name]).FAMILY
+
+
+def language_models() -> list[str]:
+    return sorted(LANGUAGE_MODELS)
+
+
+def language_model(name: str, /, **kwargs: object) -> LanguageModel:
+    """Build the LM registered as *name* (its module imported first) with *kwargs*: the
+    in-memory parts a stage holds, or `checkpoint=` a trained artifact (each factory says)."""
+    if name not in LANGUAGE_MODELS:
+        known = ", ".join(language_models())
+        raise UnknownLMError(f"no language model {name!r}; known: {known}")
+    importlib.import_module(LANGUAGE_MODELS[name])
+    return get_lm(name, **kwargs)

@@ -28,10 +28,11 @@ from typing import Any
 import torch
 
 from models.corelm.lm import CoreLMScorer
+from models.registry import language_model
 from tasks.core.errors import DataError
 from tasks.core.layout import docs_dir, graphs_dir, raw_dir
 from tasks.core.storage import read_table, write_json
-from tasks.corpora.lambada import released_passages
+from tasks.corpora.lambada import TASK, TASK_OPENAI, released_passages
 from tasks.corpora.wikitext import detokenize
 from tasks.evaluation.lm import BLANK, ClozeItem, cbt, lambada, perplexity
 
@@ -43,10 +44,11 @@ def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMSco
     window = min(ev.block_size or backbone.max_length, backbone.max_length)
     kw = dict(bos_id=backbone.prefix_id, max_length=window, stride=ev.stride,
               batch_size=ev.batch_size, device=device)  # fmt: skip
-    out = {model_name: CoreLMScorer(model, backbone.tokenizer, name=model_name, **kw)}
+    kw.update(model=model, tokenizer=backbone.tokenizer)
+    out = {model_name: language_model("corelm", name=model_name, **kw)}
     if model.gating is not None:
-        out[f"{model_name}+coref"] = CoreLMScorer(
-            model, backbone.tokenizer, entity_mode="running_mean", name=f"{model_name}+coref",
+        out[f"{model_name}+coref"] = language_model(
+            "corelm", entity_mode="running_mean", name=f"{model_name}+coref",
             cloze_entities=ev.cloze_entities, **kw,
         )  # fmt: skip
     return out
@@ -112,11 +114,24 @@ def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
     if not released:
         log.warning("eval.lambada %s: no released passages in %s; scoring the words joined "
                     "by spaces", ev.lambada, raw_dir(ev.lambada))  # fmt: skip
-    items = [i for i in read_table(path).to_pylist() if i["doc_id"] in docs]
+    task = lambada_task(ev)
+    items = [i for i in read_table(path).to_pylist() if i["doc_id"] in docs and i["task"] == task]
+    if not items:
+        log.warning("eval.lambada %s: no %s items in split %s", ev.lambada, task, ev.lambada_split)
+        return None
     items = items[: ev.lambada_max_items or None]
     rows = [docs[i["doc_id"]] for i in items]
     where = raw_dir(ev.lambada)
     return [_released(d, i, released, where) for d, i in zip(rows, items, strict=True)], rows
+
+
+def lambada_task(ev) -> str:
+    """The release scored (eval.lambada_task): OpenAI's detokenized test passages for the test
+    split (Stylianou & Vlahavas App. A; the harness's lambada_openai), else the plain text;
+    never both, which share their 5,153 passages."""
+    if ev.lambada_task != "auto":
+        return ev.lambada_task
+    return TASK_OPENAI if ev.lambada_split == "test" else TASK
 
 
 def _released(doc: dict, item: dict, released: dict[str, str], where: Path) -> str:

@@ -18,20 +18,28 @@ every token is scored) always use the causal mention mean; context/continuation 
 App. B's average over the request's context -- "an average of the hidden representation of
 all the entity mention in that entry (Section 3.2), excluding the last word and its entity
 annotation which were to be predicted" -- and with "causal" the running mean as well.
+
+Registered as "corelm" (`corelm`): the scorer of in-memory parts, or, with `checkpoint=`, of
+a model train_corelm saved (`from_artifact`, models/corelm/artifact.py) -- how the
+lm-evaluation-harness model "corefrepro" (models/harness.py) scores a trained
+checkpoint on any harness task.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import torch
 
+from models.corelm.artifact import load_corelm
 from models.corelm.data import align
 from models.corelm.model import CoreLM, EntityMode
 from tasks.evaluation.lm import (
     LanguageModel,
+    LMRequestError,
     RollingScore,
     TokenRequest,
     register_lm,
@@ -39,7 +47,6 @@ from tasks.evaluation.lm import (
 )
 
 
-@register_lm("corelm")
 class CoreLMScorer(LanguageModel):
     """model: a CoreLM (gating or not); entity_mode: how test-time entities get vectors;
     cloze_entities: the vectors of context/continuation requests (module docstring)."""
@@ -192,4 +199,47 @@ class CoreLMScorer(LanguageModel):
         return [RollingScore(ll, len(t)) for (ll, _), t in zip(scores, texts, strict=True)]
 
 
-__all__ = ["CoreLMScorer"]
+ENTITY_MODES = ("none", "running_mean", "table")  # what a scorer may be given (`corelm`)
+
+
+@register_lm("corelm")
+def corelm(*, checkpoint: str | Path | None = None, **options) -> CoreLMScorer:
+    """The "corelm" factory (models/registry.py `language_model`): `CoreLMScorer(**options)`
+    on in-memory parts (model=, tokenizer=, bos_id=, ...), or, with `checkpoint=` an artifact
+    folder of train_corelm or its best.pt, the trained model (`from_artifact`)."""
+    if checkpoint is None:
+        if "model" not in options:
+            raise LMRequestError("corelm: give checkpoint=<a train_corelm artifact folder or "
+                                 "its best.pt>, or the in-memory model= and tokenizer=")  # fmt: skip
+        return CoreLMScorer(**options)
+    given = sorted({"model", "tokenizer", "bos_id"} & set(options))
+    if given:
+        raise LMRequestError(f"corelm: checkpoint={checkpoint} brings its own model, tokenizer "
+                             f"and prefix token; {given} cannot be given with it")  # fmt: skip
+    return from_artifact(checkpoint, **options)
+
+
+def from_artifact(checkpoint: str | Path, *, device: str | torch.device = "cpu",
+                  max_length: int | None = None, entity_mode: EntityMode | None = "none",
+                  name: str | None = None, **options) -> CoreLMScorer:  # fmt: skip
+    """A scorer of the CoreLM saved in *checkpoint* (models/corelm/artifact.py): conditioned
+    on the backbone's prefix token at a text's start and windows of its whole context unless
+    max_length says less, as train_corelm's own evaluation (models/corelm/evaluate.py) and
+    lm-evaluation-harness's hf model score. entity_mode None (what the harness's model_args
+    make of "none") is "none"; name defaults to the stage item (the folder's name)."""
+    entity_mode = entity_mode or "none"
+    if entity_mode not in ENTITY_MODES:
+        raise LMRequestError(f"corelm: entity_mode {entity_mode!r} not in {list(ENTITY_MODES)}")
+    trained = load_corelm(checkpoint, device=device)
+    context = trained.backbone.max_length
+    window = context if max_length is None else int(max_length)
+    if not 1 <= window <= context:
+        raise LMRequestError(f"corelm: max_length {max_length} outside [1, {context}] (the "
+                             f"context of {trained.folder})")  # fmt: skip
+    return CoreLMScorer(trained.model, trained.backbone.tokenizer,
+                        bos_id=trained.backbone.prefix_id, max_length=window,
+                        entity_mode=entity_mode, name=name or trained.name, device=device,
+                        **options)  # fmt: skip
+
+
+__all__ = ["CoreLMScorer", "corelm", "from_artifact"]

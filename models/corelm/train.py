@@ -40,6 +40,7 @@ from typing import Any, Literal
 import torch
 
 from models.corelm import data as cdata
+from models.corelm.artifact import checkpoint_config, save_artifact
 from models.corelm.backbone import Backbone, TinySettings, load_backbone
 from models.corelm.model import (
     CoreLM,
@@ -124,6 +125,10 @@ class EvalSettings:
     wikitext2_max_words: int | None = bounded(None, ge=1)
     lambada: str | None = None  # e.g. lambada
     lambada_split: str = "dev"
+    # which release of the split: the test split holds the plain tokenized passages (task
+    # lambada) and OpenAI's detokenized ones (lambada_openai, the paper's App. A and the
+    # harness's); auto = lambada_openai for test, lambada otherwise (dev has one release)
+    lambada_task: Literal["auto", "lambada", "lambada_openai"] = "auto"
     lambada_max_items: int | None = bounded(None, ge=1)
     lambada_coref_run: str | None = None  # an annotate run of lambada: CoreLM +coref
     cbt: str | None = None  # e.g. cbt (scored when its question files gave items)
@@ -406,13 +411,8 @@ class CoreLMRecipe:
         return (-dev["loss"],), -dev["loss"]
 
     def checkpoint_config(self) -> dict[str, Any]:
-        gating = self.model.gating
-        return {"backbone": self.backbone.name, "gating": gating is not None,
-                "n_entities": self.model.n_entities, "mode": self.tcfg.mode,
-                "entity_vectors": self.model.entity_vectors if gating else None,
-                "mention_mean": self.model.mention_mean if gating else None,
-                "gate": [gating.gate_form, gating.norm] if gating else None,
-                "ft_backbone": self.tcfg.ft_backbone if gating is None else None}  # fmt: skip
+        return checkpoint_config(self.model, self.backbone.name, mode=self.tcfg.mode,
+                                 ft_backbone=self.tcfg.ft_backbone)  # fmt: skip
 
     def checkpoint_info(self) -> dict[str, Any]:
         return {"train_cfg": settings_to_dict(self.tcfg)}
@@ -495,6 +495,17 @@ def _tokens_seen(recipe: CoreLMRecipe) -> int:
     return sum(len(x) - 1 for x in recipe.train.ids[: min(n, len(recipe.train))])
 
 
+def save_standalone(model_name: str, model: CoreLM, backbone: Backbone, out_dir: Path) -> None:
+    """The artifact load_corelm rebuilds the model from (models/corelm/artifact.py): the
+    backbone's config and tokenizer beside best.pt, and best.pt itself for zeroshot (no
+    training loop wrote one), so that every model is scored the same way outside the stage
+    (python -m models.harness --model corefrepro ...)."""
+    config = None
+    if model_name == "zeroshot":
+        config = checkpoint_config(model, backbone.name, mode="none", ft_backbone=None)
+    save_artifact(out_dir, backbone, model, config)
+
+
 def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
               out_dir: Path | None = None, metrics_file: Path | None = None,
               track: bool = True) -> dict[str, Any]:  # fmt: skip
@@ -514,6 +525,7 @@ def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
         out_dir = Path(out_dir or artifact_dir(model_name))
         out_dir.mkdir(parents=True, exist_ok=True)
         model, facts = train_model(model_name, cfg, backbone, data, out_dir, track=track)
+        save_standalone(model_name, model, backbone, out_dir)
         device = Precision.choose(cfg.train).device
         model.to(device)
         results = ev.evaluate_all(model_name, model, backbone, data, cfg.eval, device, out_dir)

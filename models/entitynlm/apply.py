@@ -23,30 +23,16 @@ from typing import Any
 
 import torch
 
+from models.entitynlm import train
 from models.entitynlm.data import Document, Vocab, collate, kept_positions, preprocess
-from models.entitynlm.train import ModelSettings, build_model
-from tasks.core.checkpoints import load_checkpoint
-from tasks.core.errors import CorefreproError
-from tasks.core.settings import parse_settings
 from tasks.graphs.views import entitynlm_row
 
 NEW = -1  # the protocol's "new entity" (tasks/evaluation/entity_prediction.NEW)
 
 
 def load_entitynlm(checkpoint: str | Path):
-    """(EntityNLMPair in eval mode, its vocabulary) from a train_entitynlm best.pt."""
-    ckpt = load_checkpoint(checkpoint, train_hint=": dvc repro train_entitynlm@entitynlm")
-    config = dict(ckpt["config"])
-    if config.get("kind") != "entitynlm" or "vocab" not in ckpt:
-        raise CorefreproError(f"{checkpoint}: not an EntityNLM checkpoint of train_entitynlm")
-    config.setdefault("lstm_scope", "document")  # checkpoints from before the setting
-    fields = set(ModelSettings.__dataclass_fields__)
-    mcfg = parse_settings(ModelSettings, {k: v for k, v in config.items() if k in fields},
-                          f"{checkpoint}:config")  # fmt: skip
-    vocab = Vocab.from_dict(ckpt["vocab"])
-    pair = build_model("entitynlm", mcfg, vocab)
-    pair.load_state_dict(ckpt["state_dict"])
-    return pair.eval(), vocab
+    """(EntityNLMPair in eval mode, its vocabulary) from a train_entitynlm@entitynlm best.pt."""
+    return train.load_trained(checkpoint, "entitynlm")
 
 
 def as_document(doc: Mapping[str, Any], spans: Sequence[tuple[int, int, int]], l_max: int):

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import torch
 
@@ -139,6 +140,28 @@ def split_documents(docs: Iterable[Document], max_docs: Mapping[str, int | None]
             out[doc.split].append(doc)
             taken[key] += 1
     return out
+
+
+def document_text(doc: Document) -> str:
+    """The text a scorer reads for *doc*: one line per sentence, words joined by spaces."""
+    bad = next((t for t in doc.tokens if not t or any(c.isspace() for c in t)), None)
+    if bad is not None:
+        raise CorefreproError(f"{doc.doc_id}: the word {bad!r} is empty or holds whitespace")
+    cuts = [*doc.sentence_starts, len(doc.tokens)]
+    return "\n".join(" ".join(doc.tokens[a:b]) for a, b in pairwise(cuts) if b > a)
+
+
+def text_document(text: str, index: int) -> Document:
+    """A text as an unannotated Document (no mentions): sentences = its non-empty lines. The
+    doc_id is the text's position, so batches form in the order the texts came in."""
+    tokens, starts = [], []
+    for line in text.splitlines():
+        words = line.split()
+        if words:
+            starts.append(len(tokens))
+            tokens.extend(words)
+    n = len(tokens)
+    return Document(f"{index:09d}", "", tokens, [False] * n, [-1] * n, [0] * n, starts or [0])
 
 
 class Vocab:

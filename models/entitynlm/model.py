@@ -542,15 +542,19 @@ class RNNLM(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         self.out = nn.Linear(c.hidden_size, c.vocab_size)
 
-    def token_log_probs(self, batch: Batch) -> dict[str, torch.Tensor]:
+    def token_log_probs(self, batch: Batch, *, greedy: bool = False) -> dict[str, torch.Tensor]:
         """Words only; the LSTM over each document or restarted at every sentence (config
-        lstm_scope, `run_lstm`: then a sentence sees nothing of the earlier ones)."""
+        lstm_scope, `run_lstm`: then a sentence sees nothing of the earlier ones). greedy:
+        also "greedy", True where the word is the argmax of its distribution."""
         emb = self.drop(self.embed(batch.tokens))
         before, _ = run_lstm(self.lstm, emb, batch.mask, batch.sent_start, self.bos,
                              self.config.sentence)  # fmt: skip
         logits = self.out(self.drop(before)).float()
         x = logits.log_softmax(-1).gather(-1, batch.tokens[..., None]).squeeze(-1)
-        return {"x": torch.where(batch.mask, x, 0.0)}
+        out = {"x": torch.where(batch.mask, x, 0.0)}
+        if greedy:
+            out["greedy"] = logits.argmax(-1) == batch.tokens
+        return out
 
     def log_words(self, batch: Batch) -> torch.Tensor:
         return self.token_log_probs(batch)["x"].sum(1)

@@ -11,7 +11,7 @@ checks the estimate against the exact marginal, enumerated on tiny documents.
 
 Model selection (§5.1 "Results"): the joint perplexity 2^(-1/T sum log2 P(X, R, E, L)) on the
 annotated dev set, `joint_perplexity`; the words-only perplexity of the test set comes from
-`importance_perplexity`. Perplexities are exp(-mean natural log) = 2^(-mean log2).
+the LM contract (models/entitynlm/lm.py `EntityNLMMarginal`, the draws below). Perplexities are exp(-mean natural log) = 2^(-mean log2).
 
 Bias (issue #33.8). P̂_N(x) is unbiased, so its log is not: E[log P̂_N(x)] <= log P(x)
 (Jensen), rising with N towards it (Burda et al. 2016, the importance-weighted bound). A
@@ -94,29 +94,6 @@ def joint_perplexity(lm, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4
 
 
 @torch.no_grad()
-def importance_perplexity(lm, proposal, docs: Sequence[Document], vocab: Vocab, *, n=100,
-                          seed=1, max_tokens=2048, device="cpu", progress=None) -> dict[str, float]:  # fmt: skip
-    """Words-only perplexity of documents with R, E, L marginalised by Eq. 11 (n draws each);
-    documents are batched by max_tokens words before the n-fold expansion. progress: a
-    tasks.core.progress.Progress (or anything with update(k)) told the documents done."""
-    lm.eval()
-    proposal.eval()
-    generator = torch.Generator(device=device).manual_seed(int(seed))
-    total, tokens, per_doc = 0.0, 0, {}
-    for group in token_batches(docs, max(1, max_tokens)):
-        batch = collate(group, vocab).to(device)
-        log_px, best = importance_draws(lm, proposal, batch, n, generator)
-        total += float(log_px.sum())
-        tokens += batch.num_tokens
-        for doc, value, top in zip(group, log_px.tolist(), best.tolist(), strict=True):
-            per_doc[doc.doc_id] = {"log_px": value, "best_draw": top}
-        if progress is not None:
-            progress.update(len(group))
-    return {"ppl": perplexity(total, tokens), "log_prob": total, "tokens": tokens,
-            "documents": per_doc}  # fmt: skip
-
-
-@torch.no_grad()
 def log_joint_documents(lm, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4096,
                         device="cpu") -> dict[str, float]:  # fmt: skip
     """log P(x, r, e, l) of each document's gold annotation (Eq. 9) by doc_id: a lower bound
@@ -132,7 +109,8 @@ def log_joint_documents(lm, docs: Sequence[Document], vocab: Vocab, *, max_token
 def document_records(docs: Sequence[Document], runs: Mapping[int, Sequence[Mapping]],
                      gold: Mapping[str, float]) -> list[dict]:  # fmt: skip
     """Per document, Eq. 11 against its two lower bounds. runs: {N: [one
-    `importance_perplexity` result per sampling seed]}; gold: `log_joint_documents`. Each
+    models/entitynlm/lm.py `EntityNLMMarginal.importance_perplexity` result per
+    sampling seed]}; gold: `log_joint_documents`. Each
     record: doc_id, run (its corpus), tokens, log_px {N: [log P̂_N(x) per seed]}, best_draw
     (the best of every draw, all N and seeds), gold_joint, and bound = their larger,
     B(x) <= log P(x)."""
@@ -174,12 +152,3 @@ def importance_bounds_by_run(records: Sequence[Mapping]) -> dict[str, dict]:
 def spread(values: Sequence[float]) -> dict[str, float]:
     """{mean, std (population), n} of a figure over seeds."""
     return {"mean": float(np.mean(values)), "std": float(np.std(values)), "n": len(values)}
-
-
-@torch.no_grad()
-def lm_perplexity(model, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4096,
-                  device="cpu") -> dict[str, float]:  # fmt: skip
-    """Exact words perplexity of a model with `log_words` (the RNNLM)."""
-    model.eval()
-    total, tokens = _run(model.log_words, docs, vocab, max_tokens, device)
-    return {"ppl": perplexity(total, tokens), "log_prob": total, "tokens": tokens}

@@ -39,6 +39,7 @@ from models.entitynlm.data import (
     Document,
     Vocab,
     collate,
+    document_text,
     load_view,
     split_documents,
     token_batches,
@@ -48,19 +49,19 @@ from models.entitynlm.sampling import (
     document_records,
     importance_bounds,
     importance_bounds_by_run,
-    importance_perplexity,
     joint_perplexity,
-    lm_perplexity,
     log_joint_documents,
     spread,
 )
+from models.registry import language_model
 from tasks.core import storage
-from tasks.core.checkpoints import jsonable, seed_everything
+from tasks.core.checkpoints import jsonable, load_checkpoint, seed_everything
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import Progress
 from tasks.core.settings import ConfigError, bounded, key_path, parse_settings, settings_to_dict
 from tasks.core.tracking import log_metrics, tracked_run
+from tasks.evaluation.lm import perplexity
 from tasks.evaluation.ngram import NgramSettings
 from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
 
@@ -192,6 +193,23 @@ def build_model(kind: str, mcfg: ModelSettings, vocab: Vocab) -> torch.nn.Module
     return EntityNLMPair(config, proposal_bidirectional=mcfg.proposal_bidirectional)
 
 
+def load_trained(checkpoint: str | Path, kind: str = "entitynlm"):
+    """(the model of *kind* in eval mode -- an EntityNLMPair for entitynlm, an RNNLM for
+    rnnlm --, its vocabulary) from a train_entitynlm best.pt."""
+    ckpt = load_checkpoint(checkpoint, train_hint=f": dvc repro train_entitynlm@{kind}")
+    config = dict(ckpt["config"])
+    if config.get("kind") != kind or "vocab" not in ckpt:
+        raise CorefreproError(f"{checkpoint}: not a {kind} checkpoint of train_entitynlm")
+    config.setdefault("lstm_scope", "document")  # checkpoints from before the setting
+    fields = set(ModelSettings.__dataclass_fields__)
+    mcfg = parse_settings(ModelSettings, {k: v for k, v in config.items() if k in fields},
+                          f"{checkpoint}:config")  # fmt: skip
+    vocab = Vocab.from_dict(ckpt["vocab"])
+    model = build_model(kind, mcfg, vocab)
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval(), vocab
+
+
 def documents_fingerprint(splits: Mapping[str, Sequence[Document]]) -> str:
     digest = hashlib.sha256()
     for split in sorted(splits):
@@ -261,8 +279,9 @@ class LMRecipe:
         self.model.eval()
         with precision.autocast():
             if self.kind == "rnnlm":
-                out = lm_perplexity(self.model, docs, self.vocab, device=dev)
-                return {"ppl": out["ppl"], "tokens": out["tokens"]}
+                lm = language_model("rnnlm", model=self.model, vocab=self.vocab, device=dev)
+                out = perplexity(lm, [document_text(d) for d in docs])
+                return {"ppl": out.token_perplexity, "tokens": out.n_tokens}
             out = joint_perplexity(self.model.lm, docs, self.vocab, device=dev)
             q = joint_perplexity(self.model.proposal, docs, self.vocab, device=dev)
         return {**out, "proposal_ppl": q["joint_ppl"]}
@@ -287,6 +306,16 @@ class LMRecipe:
         self.rng.setstate(state["rng"])
 
 
+def importance_run(recipe: LMRecipe, docs, n: int, seed: int, max_tokens: int, device,
+                   progress) -> dict[str, Any]:  # fmt: skip
+    """One (N, sampling seed) of Eq. 11, the LM built by the registry (models/entitynlm/lm.py)."""
+    pair = recipe.model
+    lm = language_model("entitynlm", lm=pair.lm, proposal=pair.proposal, vocab=recipe.vocab,
+                        samples=n, seed=seed, max_tokens=max_tokens, device=device,
+                        progress=progress)  # fmt: skip
+    return lm.importance_perplexity(docs)
+
+
 def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Precision):
     """Eq. 11 words-only perplexity of dev and test for each N and sampling seed (mean ± sd over
     the seeds; the headline N's as is_ppl), and the estimate against the two lower bounds on
@@ -295,7 +324,6 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
     the headline does not depend on the grid."""
     out: dict[str, Any] = {}
     records: dict[str, list] = {}
-    lm, proposal, device = recipe.model.lm, recipe.model.proposal, precision.device
     seeds = list(ecfg.sampling_seeds)
     for split in ("dev", "test"):
         docs = recipe.splits[split]
@@ -306,16 +334,14 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
             started = time.perf_counter()
             label = f"importance sampling {split} (N = {n}, seeds {seeds})"
             with Progress(label, len(docs) * len(seeds), "docs", logger=log) as progress:
-                runs[n] = [importance_perplexity(lm, proposal, docs, recipe.vocab, n=n, seed=s,
-                                                 max_tokens=ecfg.batch_tokens, device=device,
-                                                 progress=progress)
-                           for s in seeds]  # fmt: skip
+                runs[n] = [importance_run(recipe, docs, n, s, ecfg.batch_tokens, precision.device,
+                                          progress) for s in seeds]  # fmt: skip
             grid[str(n)] = {"is_ppl": spread([r["ppl"] for r in runs[n]]),
                             "is_ppl_per_seed": {str(s): r["ppl"]
                                                 for s, r in zip(seeds, runs[n], strict=True)},
                             "is_time_s": time.perf_counter() - started}  # fmt: skip
-        gold = log_joint_documents(lm, docs, recipe.vocab, max_tokens=ecfg.batch_tokens,
-                                   device=device)  # fmt: skip
+        gold = log_joint_documents(recipe.model.lm, docs, recipe.vocab,
+                                   max_tokens=ecfg.batch_tokens, device=precision.device)  # fmt: skip
         records[split] = document_records(docs, runs, gold)
         head = grid[str(ecfg.samples)]
         out[split] = {"is_ppl": head["is_ppl"], "is_ppl_per_seed": head["is_ppl_per_seed"],

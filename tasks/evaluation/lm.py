@@ -136,8 +136,15 @@ class LanguageModel(ABC):
             token_lists.append(tokens)
         if not token_lists:
             return []
-        scores = self._loglikelihood_rolling_tokens(token_lists)
-        return _same_length(self, "_loglikelihood_rolling_tokens", scores, token_lists)
+        scores = self._loglikelihood_rolling_texts(requests, token_lists)
+        return _same_length(self, "_loglikelihood_rolling_texts", scores, token_lists)
+
+    def _loglikelihood_rolling_texts(
+        self, texts: Sequence[str], token_lists: Sequence[Sequence[int]]
+    ) -> list[RollingScore]:
+        """The texts and their ids: override where a model reads more of a text than its ids
+        (a word model restarting at each of its lines, models/entitynlm/lm.py)."""
+        return self._loglikelihood_rolling_tokens(token_lists)
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """(context ids, continuation ids) as the harness's `_encode_pair` splits them.
@@ -281,6 +288,12 @@ def get_lm(name: str, /, **kwargs: object) -> LanguageModel:
             "not a LanguageModel"
         )
     return lm
+
+
+def lm_factory(name: str) -> Callable[..., LanguageModel] | None:
+    """The factory registered as *name* (None if none is): what a caller reads to see which
+    keywords it takes (models/harness.py)."""
+    return _REGISTRY.get(name)
 
 
 def available_lms() -> tuple[str, ...]:
@@ -445,6 +458,19 @@ def perplexity(
     texts = _sequence(texts)
     if not texts:
         raise LMRequestError("perplexity: no texts to score")
+    if originals is not None and len(_sequence(originals)) != len(texts):
+        raise LMRequestError("perplexity: originals must be one str per text")
+    return perplexity_of_scores(lm.loglikelihood_rolling(texts), texts, originals=originals)
+
+
+def perplexity_of_scores(
+    scores: Sequence[RollingScore], texts: Sequence[str], *, originals: Sequence[str] | None = None
+) -> Perplexity:
+    """`perplexity` from the texts' rolling scores, for a caller that keeps each text's score
+    as well (EntityNLM's per-document Eq. 11 estimates): the one token/word/byte accounting."""
+    texts = _sequence(texts)
+    if not texts or len(scores) != len(texts):
+        raise LMRequestError(f"perplexity: {len(scores)} scores for {len(texts)} texts")
     if originals is None:
         n_words = sum(len(text.split()) for text in texts)
         counted = texts
@@ -453,7 +479,6 @@ def perplexity(
         if len(counted) != len(texts) or not all(isinstance(o, str) for o in counted):
             raise LMRequestError("perplexity: originals must be one str per text")
         n_words = sum(len(re.split(r"\s+", original)) for original in counted)
-    scores = lm.loglikelihood_rolling(texts)
     total = sum(s.loglikelihood for s in scores)
     n_tokens = sum(s.n_tokens for s in scores)
     n_bytes = sum(len(text.encode("utf-8")) for text in counted)

@@ -4,7 +4,9 @@
 Why: a dep too many reruns stages for nothing (a MAGE setting retraining the coreference
 model); a dep too few lets `dvc repro` call a stage up to date after its code changed.
 Dynamic imports by name (the corpus and annotator registries) are covered by listing the
-registry's folder, which this test accepts as long as the flow imports something in it.
+registry's folder, which this test accepts as long as the flow imports something in it; an
+LM built by name (models/registry.py `language_model("rnnlm", ...)`) counts as importing its
+module.
 """
 
 from __future__ import annotations
@@ -70,6 +72,20 @@ def registries_used(path: Path) -> frozenset[Path]:
     return frozenset(used)
 
 
+@cache
+def language_models_built(path: Path) -> frozenset[Path]:
+    """The modules `path` loads through models/registry.py `language_model("<name>", ...)`:
+    a name written in the call is the module LANGUAGE_MODELS gives it."""
+    from models.registry import LANGUAGE_MODELS
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "language_model"
+                and node.args and isinstance(node.args[0], ast.Constant)):  # fmt: skip
+            found.add(module_file(LANGUAGE_MODELS[node.args[0].value]))
+    return frozenset(found)
+
+
 def closure(*roots: Path) -> set[Path]:
     seen, todo = set(), list(roots)
     while todo:
@@ -78,6 +94,7 @@ def closure(*roots: Path) -> set[Path]:
             continue
         seen.add(p)
         todo.extend(direct_imports(p))
+        todo.extend(language_models_built(p))
         for registry in registries_used(p):
             todo.extend(registry.parent.glob("*.py"))
     return seen

@@ -19,7 +19,7 @@ from models.corelm.backbone import TinySettings, load_backbone
 from models.corelm.lm import CoreLMScorer
 from models.corelm.model import CoreLM
 from tasks.corpora.wikitext import detokenize
-from tasks.evaluation.lm import lambada, perplexity
+from tasks.evaluation.lm import BLANK, ClozeItem, cbt, lambada, perplexity
 from tests.models.corelm.conftest import TEXTS
 
 lm_eval = pytest.importorskip("lm_eval")
@@ -68,6 +68,62 @@ metric_list:
   - metric: byte_perplexity
   - metric: bits_per_byte
 """
+# CBT as a harness multiple-choice task: the text up to the blank, each candidate with the rest
+# of the question as a choice (target_delimiter " "), acc = the argmax of the choices' scores
+CBT_YAML = """task: project_cbt
+dataset_path: json
+dataset_kwargs:
+  data_files: {{test: {path}}}
+output_type: multiple_choice
+test_split: test
+doc_to_text: "{{{{text}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: "{{{{gold}}}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+CBT_ITEMS = [
+    ClozeItem(["Mary went to the kitchen .", "She picked up the apple ."],
+              f"John travelled to the {BLANK} . Then he dropped the football there .",
+              ["garden", "kitchen", "party", "apple"], "garden"),
+    ClozeItem(["John travelled to the garden ."], f"{BLANK} dropped the football there .",
+              ["He", "She", "Mary", "The"], "He"),
+    ClozeItem(["The cake for Sam 's party is in the garage ."],
+              f"Sam went to the garage until the {BLANK} .", ["party", "cake", "garden"], "party"),
+    ClozeItem(["Mary went to the kitchen ."], f"She picked up the {BLANK}",
+              ["apple", "football", "cake"], "apple"),
+]  # fmt: skip
+
+
+def cbt_rows(items: list[ClozeItem]) -> list[dict]:
+    """The harness's view of CBT items: text = context + the question up to the blank."""
+    rows = []
+    for item in items:
+        before, after = item.question.split(BLANK)
+        rows.append({"text": " ".join([*item.context, before]).rstrip(),
+                     "choices": [c + after for c in item.candidates],
+                     "gold": item.candidates.index(item.answer)})  # fmt: skip
+    return rows
+
+
+def write_tasks(tmp, passages: list[str]):
+    """tmp/tasks: the harness tasks project_lambada (*passages*), project_wikitext (PAGES) and
+    project_cbt (CBT_ITEMS) over local json files (TaskManager(include_path=...))."""
+    tasks = tmp / "tasks"
+    tasks.mkdir()
+    for name, rows, yaml in (("lambada", [{"text": p} for p in passages], LAMBADA_YAML),
+                             ("wikitext", [{"page": p} for p in PAGES], WIKITEXT_YAML),
+                             ("cbt", cbt_rows(CBT_ITEMS), CBT_YAML)):  # fmt: skip
+        data = tmp / f"{name}.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tasks / f"project_{name}.yaml").write_text(yaml.format(path=json.dumps(str(data))))
+    (tasks / "wikitext_hooks.py").write_text(
+        "from lm_eval.tasks.wikitext.preprocess_wikitext import (  # noqa: F401\n"
+        "    process_results, wikitext_detokenizer)\n"
+    )
+    return tasks
 
 
 @pytest.fixture(scope="module")
@@ -93,17 +149,7 @@ def harness_run(tmp_path_factory):
     folder = tmp / "model"
     backbone.model.save_pretrained(folder)
     backbone.tokenizer.save_pretrained(folder)
-    tasks = tmp / "tasks"
-    tasks.mkdir()
-    for name, rows, yaml in (("lambada", [{"text": p} for p in passages], LAMBADA_YAML),
-                             ("wikitext", [{"page": p} for p in PAGES], WIKITEXT_YAML)):  # fmt: skip
-        data = tmp / f"{name}.jsonl"
-        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (tasks / f"project_{name}.yaml").write_text(yaml.format(path=json.dumps(str(data))))
-    (tasks / "wikitext_hooks.py").write_text(
-        "from lm_eval.tasks.wikitext.preprocess_wikitext import (  # noqa: F401\n"
-        "    process_results, wikitext_detokenizer)\n"
-    )
+    tasks = write_tasks(tmp, passages)
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
@@ -114,11 +160,11 @@ def harness_run(tmp_path_factory):
         out = simple_evaluate(
             model="hf",
             model_args=f"pretrained={folder},dtype=float32",
-            tasks=["project_lambada", "project_wikitext"],
+            tasks=["project_lambada", "project_wikitext", "project_cbt"],
             task_manager=TaskManager(include_path=str(tasks), include_defaults=False),
             batch_size=1,
             device="cpu",
-            log_samples=False,
+            log_samples=True,
         )
     from transformers import AutoModelForCausalLM
 
@@ -126,6 +172,7 @@ def harness_run(tmp_path_factory):
     model = CoreLM(loaded, n_entities=1, gating=False).eval()
     scorer = CoreLMScorer(model, backbone.tokenizer, bos_id=backbone.prefix_id,
                           max_length=backbone.max_length, batch_size=1)  # fmt: skip
+    out["results"]["samples"] = out["samples"]
     return scorer, out["results"], passages
 
 
@@ -168,3 +215,15 @@ def test_wikitext_word_and_byte_perplexity_equal_the_harness(harness_run):
                          max_length=CONTEXT - 1, batch_size=1)  # fmt: skip
     off = perplexity(short, [detokenize(p) for p in PAGES], originals=PAGES).word_perplexity
     assert not math.isclose(off, theirs["word_perplexity,none"], rel_tol=1e-2)
+
+
+def test_cbt_candidates_score_as_the_harness_multiple_choice(harness_run):
+    """CBT (Radford et al. 2019 §3.2: each candidate with the rest of the question, given the
+    text before the blank) is the harness's multiple_choice over those choices."""
+    scorer, results, _ = harness_run
+    ours = cbt(scorer, CBT_ITEMS)
+    samples = sorted(results["samples"]["project_cbt"], key=lambda x: x["doc_id"])
+    theirs = [[float(r[0][0]) for r in s["resps"]] for s in samples]  # [(ll, greedy)] per choice
+    for mine, harness in zip(ours.scores, theirs, strict=True):
+        assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(mine, harness, strict=True))
+    assert ours.accuracy == results["project_cbt"]["acc,none"]

@@ -283,12 +283,14 @@ def test_the_memo_is_bounded_and_changes_no_score(tiny, sharp):
 # --- LAMBADA as released (#28) -----------------------------------------------------------------
 
 
-def _lambada_corpus(tmp_path, monkeypatch, texts: list[str]) -> None:
+def _lambada_corpus(tmp_path, monkeypatch, texts: list[str], plain_test: str = "") -> None:
     from tasks.corpora import lambada as corpus
 
     raw = tmp_path / "data" / "raw" / "lambada"
     raw.mkdir(parents=True)
     (raw / corpus.DEV_FILE).write_text("mary went to the kitchen\n")
+    if plain_test:
+        (raw / corpus.TEST_FILE).write_text(plain_test)
     (raw / corpus.OPENAI_FILE).write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     out = corpus.normalize(raw, {})
     folder = tmp_path / "data" / "docs" / "lambada"
@@ -312,6 +314,32 @@ def test_lambada_scores_the_passages_as_released(tmp_path, tiny, scorer, monkeyp
     assert math.isclose(out["corelm/full_word"]["perplexity"], want.perplexity, rel_tol=1e-12)
     joined = lambada(scorer, [" ".join(t.split()) for t in texts])
     assert joined.loglikelihoods != want.loglikelihoods  # the line breaks are scored
+
+
+def test_the_test_split_scores_one_release_of_its_passages(tmp_path, monkeypatch):
+    """LAMBADA's test split holds the same passages twice (plain tokenized and OpenAI's
+    detokenized); auto scores OpenAI's (App. A, the harness's lambada_openai), never both."""
+    texts = ["Mary went to the kitchen.\n\nShe picked up the apple"]
+    _lambada_corpus(
+        tmp_path,
+        monkeypatch,
+        texts,
+        plain_test="mary went to the kitchen . she picked up the apple\n",
+    )
+    auto, _ = _lambada_passages(EvalSettings(lambada="lambada", lambada_split="test"))
+    plain, _ = _lambada_passages(
+        EvalSettings(lambada="lambada", lambada_split="test", lambada_task="lambada")
+    )
+    dev, _ = _lambada_passages(EvalSettings(lambada="lambada"))
+    assert auto == texts
+    assert plain == ["mary went to the kitchen . she picked up the apple"]
+    assert dev == ["mary went to the kitchen"]
+    assert (
+        _lambada_passages(
+            EvalSettings(lambada="lambada", lambada_split="dev", lambada_task="lambada_openai")
+        )
+        is None
+    )  # no OpenAI release of dev: said in the log, nothing scored
 
 
 def test_lambada_coreference_annotates_the_released_text(tmp_path, tiny, monkeypatch):

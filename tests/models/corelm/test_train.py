@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from models.corelm import train
+from models.corelm.lm import corelm
 from tasks.core import config
 from tasks.core.settings import ConfigError, parse_settings
+from tasks.evaluation.lm import perplexity
 
 STORIES = [
     ("Mary went to the kitchen . She picked up the apple . Mary ate it .",
@@ -114,6 +116,12 @@ def test_stage_items_write_metrics_for_the_three_models(tmp_path):
         assert {"full_word", "last_token"} <= {k.split("/")[1] for k in m["lambada"]}
         items = json.loads((out / model / "items.json").read_text())
         assert len(items[f"lambada/{model}/full_word"]) == 3
+        # the artifact alone rebuilds the model the stage evaluated (issue #28)
+        lm = corelm(checkpoint=out / model)
+        heldout = train.load_data(cfg.data, lm.tokenizer).split("test", layer0=True)
+        texts = [" ".join(i.words) for i in heldout]
+        ppl = perplexity(lm, texts).token_perplexity
+        assert ppl == pytest.approx(saved["heldout"][model]["token_perplexity"], rel=1e-6)
     assert "corelm+coref" in saved["heldout"]
     assert saved["training"]["steps"] > 0
 

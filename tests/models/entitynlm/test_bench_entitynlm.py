@@ -128,10 +128,11 @@ def test_bench_importance_sampling_of_the_pipelines_trained_model():
     repeat, which the random weights above never show). Documents batched as the stage
     batches them (evaluation.batch_tokens); the RNNLM pass over the same batches."""
     from models.entitynlm.apply import load_entitynlm
-    from models.entitynlm.data import token_batches
-    from models.entitynlm.sampling import importance_perplexity, lm_perplexity
+    from models.entitynlm.data import document_text, token_batches
+    from models.entitynlm.lm import EntityNLMMarginal, RNNLMScorer
     from models.entitynlm.train import prepare_data, settings
     from tasks.core.config import resolve_path
+    from tasks.evaluation.lm import perplexity
 
     ckpt = resolve_path("artifacts/train_entitynlm/entitynlm/seed1/best.pt")
     if not ckpt.exists():
@@ -144,10 +145,11 @@ def test_bench_importance_sampling_of_the_pipelines_trained_model():
     rnn = RNNLM(pair.lm.config).eval()  # timing only: the weights do not change the cost
     tokens = cfg.evaluation.batch_tokens
     started = time.perf_counter()
-    lm_perplexity(rnn, docs, vocab, max_tokens=tokens)
+    perplexity(RNNLMScorer(rnn, vocab, max_tokens=tokens), [document_text(d) for d in docs])
     rnn_s = time.perf_counter() - started
     started = time.perf_counter()
-    out = importance_perplexity(pair.lm, pair.proposal, docs, vocab, n=100, max_tokens=tokens)
+    marginal = EntityNLMMarginal(pair.lm, pair.proposal, vocab, samples=100, max_tokens=tokens)
+    out = marginal.importance_perplexity(docs)
     is_s = time.perf_counter() - started
     words = sum(len(d.tokens) for d in docs)
     print(f"\n{cfg.runs}: {len(docs)} documents, {words} words, {len(token_batches(docs, tokens))}"

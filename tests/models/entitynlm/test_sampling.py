@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from models.entitynlm.data import Batch
+from models.entitynlm.lm import EntityNLMMarginal
 from models.entitynlm.sampling import (
     document_records,
     importance_bounds,
     importance_bounds_by_run,
     importance_log_marginal,
-    importance_perplexity,
     log_joint_documents,
 )
 from tasks.core.progress import Progress
@@ -118,8 +118,9 @@ def test_importance_perplexity_reports_progress_per_document(caplog):
     docs = [doc(["w0", "w1", "w0"], none, f"d{k}") for k in range(5)]
     progress = Progress("importance sampling test", 5, "docs", every_s=0.0, bar=False)
     with caplog.at_level("INFO", logger="corefrepro"), progress:
-        out = importance_perplexity(lm, q, docs, vocab_of(4), n=4, max_tokens=6,
-                                    progress=progress)  # fmt: skip
+        scorer = EntityNLMMarginal(lm, q, vocab_of(4), samples=4, max_tokens=6,
+                                   progress=progress)  # fmt: skip
+        out = scorer.importance_perplexity(docs)
     assert progress.done == 5 and out["tokens"] == 15 and math.isfinite(out["ppl"])
     assert "importance sampling test: 5/5 docs" in caplog.text
 
@@ -169,8 +170,8 @@ def test_the_bounds_are_below_the_exact_marginal():
     words = [[2, 3, 2, 3], [3, 2, 2], [2, 2, 3, 3, 2]]
     docs = [doc([vocab.words[i] for i in w], g, f"a/d{k}", (0, 2))
             for k, (w, g) in enumerate(zip(words, gold, strict=True))]  # fmt: skip
-    runs = {n: [importance_perplexity(lm, q, docs, vocab, n=n, seed=s) for s in (1, 2)]
-            for n in (1, 10, 200)}  # fmt: skip
+    runs = {n: [EntityNLMMarginal(lm, q, vocab, samples=n, seed=s).importance_perplexity(docs)
+                for s in (1, 2)] for n in (1, 10, 200)}  # fmt: skip
     joint = log_joint_documents(lm, docs, vocab)
     records = {r["doc_id"]: r for r in document_records(docs, runs, joint)}
     for d, w in zip(docs, words, strict=True):

@@ -16,13 +16,14 @@ from models.entitynlm.apply import (
     as_document,
     load_entitynlm,
 )
-from models.entitynlm.data import Vocab, collate
+from models.entitynlm.data import Vocab, collate, document_text
+from models.entitynlm.lm import RNNLMScorer
 from models.entitynlm.model import RNNLM
-from models.entitynlm.sampling import lm_perplexity
 from tasks.core.checkpoints import save_checkpoint
 from tasks.core.settings import settings_to_dict
 from tasks.evaluation import entity_prediction as ep
 from tasks.evaluation import ngram
+from tasks.evaluation.lm import perplexity
 from tests.models.entitynlm.test_rerank import kbest_table
 from tests.models.entitynlm.test_stage import _splits
 
@@ -37,12 +38,13 @@ def test_5gram_item_scores_the_rnnlms_tokens_without_eos(tmp_path):
     assert out["model"] == "5gram" and out["eos_counted"] is False
     assert (tmp_path / "5gram" / "model.arpa").read_text().startswith("\\data\\\nngram 1=")
     # the same token count as the RNNLM's perplexity on the same documents
-    rnn = lm_perplexity(RNNLM(train.model_config(cfg.model, vocab)), splits["test"], vocab)
-    assert out["selected"]["test"]["tokens"] == rnn["tokens"] == out["tokens"]["test"]
+    rnnlm = RNNLMScorer(RNNLM(train.model_config(cfg.model, vocab)), vocab)
+    rnn = perplexity(rnnlm, [document_text(d) for d in splits["test"]])
+    assert out["selected"]["test"]["tokens"] == rnn.n_tokens == out["tokens"]["test"]
     # KenLM query's figure (with </s>) is the other convention, kept beside it
     query = ngram.perplexity(tmp_path / "5gram" / "model.arpa",
                              [d.tokens for d in splits["test"]])  # fmt: skip
-    assert query["tokens"] == rnn["tokens"] + len(splits["test"])
+    assert query["tokens"] == rnn.n_tokens + len(splits["test"])
     assert out["selected"]["test"]["ppl_with_eos"] == pytest.approx(query["perplexity"])
     assert out["test_ppl"]["mean"] == out["selected"]["test"]["ppl"] > 1.0
     json.dumps(out)  # a metrics file
