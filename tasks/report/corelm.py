@@ -125,7 +125,10 @@ def render_section(runs: Mapping[str, dict], paper: Mapping[str, Any]) -> list[s
              f"Our backbone: `{backbone}` (paper: GPT-2 small); fine-tuning data: "
              f"{'+'.join(data or []) or DASH} (paper: GUMBY). Training budget: "
              + ("; ".join(_budget(runs)) or DASH) + ".", "",
-             "Table 1, word-level perplexity (ours / paper):", "",
+             "Table 1, word-level perplexity (ours / paper): per whitespace word of the "
+             "original text, as GPT-2 and lm-evaluation-harness's word_perplexity count "
+             "(WikiText: the detokenized article scored, its original tokens counted), each "
+             "text in rolling windows of the model's context (tasks/evaluation/lm.py).", "",
              _line(["model", "held-out (paper: GUMBY)", "LAMBADA", "WikiText-2", "WikiText-103"]),
              _line(["---"] * 5)]  # fmt: skip
     for row in ("zeroshot", "ft", "corelm", "corelm+coref"):

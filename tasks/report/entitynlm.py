@@ -115,7 +115,9 @@ def render_lm(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[
               "EntityNLM's perplexity is words only with R, E, L marginalised by importance "
               f"sampling (Eq. 11, N = {head or DASH} draws per document; the paper's: 100), "
               "mean over sampling seeds; rows `EntityNLM, N = …` are the same model's estimate "
-              "at other N (train_entitynlm.evaluation.samples_grid).", ""]  # fmt: skip
+              "at other N (train_entitynlm.evaluation.samples_grid). All three rows are the "
+              "token perplexity of the one LM contract (tasks/evaluation/lm.py `perplexity`) "
+              "over the same words: every word predicted, no end-of-sentence event.", ""]  # fmt: skip
     body = []
     for prow in table["rows"]:
         run = runs.get(prow.get("model") or "")
