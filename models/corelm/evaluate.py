@@ -83,14 +83,15 @@ def _documents(corpus: str | None, split: str) -> list[dict] | None:
     return [d for d in read_table(path).to_pylist() if d["split"] == split]
 
 
-def wikitext2(lms, ev) -> dict[str, Any]:
+def wikitext(lms, corpus: str | None, split: str, max_words: int | None) -> dict[str, Any]:
     """WikiText as lm-evaluation-harness's wikitext task scores it: each article detokenized
     (tasks/corpora/wikitext.py `detokenize`), words and bytes counted on the original WikiText
-    tokens (`perplexity`'s originals), rolling windows of the model's context."""
-    docs = _documents(ev.wikitext2, ev.wikitext2_split)
+    tokens (`perplexity`'s originals), rolling windows of the model's context. max_words: the
+    first that many original words (a CPU budget; the metrics count them)."""
+    docs = _documents(corpus, split)
     if not docs:
         return {}
-    originals, budget = [], ev.wikitext2_max_words
+    originals, budget = [], max_words
     for d in docs:
         words = d["tokens"] if budget is None else d["tokens"][:budget]
         if words:
@@ -101,6 +102,14 @@ def wikitext2(lms, ev) -> dict[str, Any]:
                 break
     texts = [detokenize(o) for o in originals]
     return {name: _ppl(lm, texts, originals) for name, lm in lms.items() if "+coref" not in name}
+
+
+def wikitext2(lms, ev) -> dict[str, Any]:
+    return wikitext(lms, ev.wikitext2, ev.wikitext2_split, ev.wikitext2_max_words)
+
+
+def wikitext103(lms, ev) -> dict[str, Any]:
+    return wikitext(lms, ev.wikitext103, ev.wikitext103_split, ev.wikitext103_max_words)
 
 
 def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
@@ -281,6 +290,7 @@ def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -
         "(WikiText: the original tokens, the text scored detokenized as the harness's wikitext)"
     }
     steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev),
+             "wikitext103": lambda: wikitext103(lms, ev),
              "lambada": lambda: lambada_eval(lms, ev, items), "cbt": lambda: cbt_eval(lms, ev, items)}  # fmt: skip
     with torch.no_grad():
         for key, run in steps.items():

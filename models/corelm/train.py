@@ -123,6 +123,9 @@ class EvalSettings:
     wikitext2: str | None = None  # data/docs/<corpus>, e.g. wikitext2 (null: skipped)
     wikitext2_split: str = "dev"
     wikitext2_max_words: int | None = bounded(None, ge=1)
+    wikitext103: str | None = None  # e.g. wikitext103 (data/docs/wikitext103; its valid = dev)
+    wikitext103_split: str = "dev"
+    wikitext103_max_words: int | None = bounded(None, ge=1)
     lambada: str | None = None  # e.g. lambada
     lambada_split: str = "dev"
     # which release of the split: the test split holds the plain tokenized passages (task

@@ -151,12 +151,13 @@ def document_text(doc: Document) -> str:
     return "\n".join(" ".join(doc.tokens[a:b]) for a, b in pairwise(cuts) if b > a)
 
 
-def text_document(text: str, index: int) -> Document:
+def text_document(text: str, index: int, word=None) -> Document:
     """A text as an unannotated Document (no mentions): sentences = its non-empty lines. The
-    doc_id is the text's position, so batches form in the order the texts came in."""
+    doc_id is the text's position, so batches form in the order the texts came in. word: a
+    rewrite of each word (the scorers' `normalize_token`)."""
     tokens, starts = [], []
     for line in text.splitlines():
-        words = line.split()
+        words = [word(w) for w in line.split()] if word else line.split()
         if words:
             starts.append(len(tokens))
             tokens.extend(words)

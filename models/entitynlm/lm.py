@@ -9,8 +9,9 @@ so that Table 1's perplexities come from the same `perplexity` as every other LM
 
 A text is one document: its lines are its sentences (the sentence-scope LSTMs restart at each
 line; `lstm_scope: document` models read on), its words are whitespace-separated and already
-preprocessed as §4 says (data.py `document_text` writes a Document so; words outside the vocabulary
-score as `unk`). Tokens are words, so the contract's token perplexity is Table 1's word
+preprocessed as §4 says (data.py `document_text` writes a Document so); a raw text (a harness
+task's) gets §4's word rule, lowercase and numbers -> `num` (punctuation is scored, not dropped),
+and words outside the vocabulary score as `unk`. Tokens are words, so the contract's token perplexity is Table 1's word
 perplexity: every word predicted, no end-of-sentence event.
 """
 
@@ -26,6 +27,7 @@ from models.entitynlm.data import (
     Vocab,
     collate,
     document_text,
+    normalize_token,
     text_document,
     token_batches,
 )
@@ -52,11 +54,13 @@ class WordLM(LanguageModel):
         self.device = torch.device(device)
 
     def tokenize(self, text: str) -> list[int]:
-        return self.vocab.encode(text.split())
+        return self.vocab.encode([normalize_token(w) for w in text.split()])
 
     def _loglikelihood_rolling_texts(self, texts, token_lists) -> list[RollingScore]:
         """Per text (a document, lines = sentences): RollingScore(log P(text), words)."""
-        return self._rolling([text_document(text, i) for i, text in enumerate(texts)])
+        return self._rolling(
+            [text_document(text, i, normalize_token) for i, text in enumerate(texts)]
+        )
 
     def _loglikelihood_rolling_tokens(self, texts: Sequence[Sequence[int]]) -> list[RollingScore]:
         """Ids without lines: each text one sentence."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from models.entitynlm.data import PAD, UNK, Vocab
+from models.entitynlm.data import PAD, UNK, Vocab, normalize_token
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
@@ -56,7 +56,7 @@ class NgramLM(LanguageModel):
         self.model, self.vocab, self.name = model, vocab, name
 
     def tokenize(self, text: str) -> list[int]:
-        return self.vocab.encode(text.split())
+        return self.vocab.encode([normalize_token(w) for w in text.split()])
 
     def _loglikelihood_rolling_tokens(self, texts: Sequence[Sequence[int]]) -> list[RollingScore]:
         words = self.vocab.words

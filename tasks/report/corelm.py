@@ -63,8 +63,8 @@ def _ppl(runs: Mapping[str, dict], row: str, column: str) -> Any:
             return None
         with_entities = _get(m, "heldout", f"{model}+coref", "word_perplexity")
         return with_entities if model == "corelm" else _get(m, "heldout", name, "word_perplexity")
-    if column == "wikitext2":
-        return _get(m, "wikitext2", name, "word_perplexity")
+    if column in ("wikitext2", "wikitext103"):
+        return _get(m, column, name, "word_perplexity")
     if column == "lambada":
         return _get(m, "lambada", f"{name}/full_word", "perplexity")
     return None

@@ -19,6 +19,8 @@ from models.corelm.evaluate import (
     cbt_questions,
     lambada_eval,
     scorers,
+    wikitext2,
+    wikitext103,
 )
 from models.corelm.lm import CoreLMScorer
 from models.corelm.model import CoreLM
@@ -391,3 +393,34 @@ def test_the_prefix_is_the_tokenizer_s_bos_as_the_harness_takes_it():
     assert Backbone("b", None, _Tok(1, 2)).prefix_id == 1
     assert Backbone("b", None, _Tok(None, 2)).prefix_id == 2  # no BOS: EOS (HFLM)
     assert Backbone("b", None, _Tok(1, 2)).bos_id == 0  # training's separator stays
+
+
+# --- WikiText-2 and WikiText-103 (#28, #33.4) -------------------------------------------------
+
+
+def test_both_wikitexts_score_detokenized_articles_over_their_original_words(
+    tmp_path, scorer, monkeypatch
+):
+    from tasks.corpora.wikitext import detokenize
+
+    articles = {"wikitext2": [" = A = ", "mary went to the kitchen @-@ door , then 1 @,@ 000 ."],
+                "wikitext103": ["john dropped the football ( there ) ."]}  # fmt: skip
+    for corpus, texts in articles.items():
+        folder = tmp_path / "data" / "docs" / corpus
+        folder.mkdir(parents=True)
+        rows = [{"doc_id": f"{corpus}/{k}", "split": "dev", "tokens": t.split()}
+                for k, t in enumerate(texts)]  # fmt: skip
+        rows.append({"doc_id": f"{corpus}/test", "split": "test", "tokens": ["not", "scored"]})
+        pq.write_table(pa.Table.from_pylist(rows), folder / "documents.parquet")
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+    ev = EvalSettings(wikitext2="wikitext2", wikitext103="wikitext103")
+    for corpus, run in (("wikitext2", wikitext2), ("wikitext103", wikitext103)):
+        originals = [" ".join(t.split()) for t in articles[corpus]]
+        got = run({"corelm": scorer}, ev)["corelm"]
+        want = perplexity(scorer, [detokenize(o) for o in originals], originals=originals)
+        assert got["word_perplexity"] == want.word_perplexity and got["n_texts"] == len(originals)
+    budget = wikitext2(
+        {"corelm": scorer}, EvalSettings(wikitext2="wikitext2", wikitext2_max_words=5)
+    )
+    assert budget["corelm"]["n_words"] == 5  # "= A =" (3 words) + the first 2 of the next
+    assert wikitext103({"corelm": scorer}, EvalSettings()) == {}  # not asked for: skipped

@@ -184,3 +184,31 @@ def test_the_5gram_item_goes_through_the_contract(tmp_path):
     log10 = sum(s[0] for d in test for s in model.full_scores(" ".join(d), bos=True, eos=False))
     tokens = sum(len(d) for d in test)
     assert math.isclose(out["test_ppl"]["mean"], 10 ** (-log10 / tokens), rel_tol=1e-5)  # jsonable
+
+
+def test_a_trained_rnnlm_serves_harness_requests_on_raw_text(tmp_path):
+    """The harness model `corefrepro` with lm=rnnlm: a raw text gets §4's word rule (lowercase,
+    numbers -> num) before the vocabulary, so it scores as the preprocessed document does."""
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from models.harness import HarnessLM
+
+    vocab = Vocab(["<pad>", "unk", "john", "num", "saw", "mary"])
+    mcfg = train.ModelSettings(embed_dim=6, hidden_size=8, l_max=3, min_count=1)
+    torch.manual_seed(0)
+    model = train.build_model("rnnlm", mcfg, vocab).eval()
+    path = tmp_path / "best.pt"
+    config = {"kind": "rnnlm", **settings_to_dict(mcfg), "vocab_size": len(vocab)}
+    save_checkpoint(path, model, config, vocab=vocab.to_dict())
+    harness = HarnessLM(lm="rnnlm", checkpoint=str(path), batch_size=2, device="cpu")
+    raw = Instance(
+        "loglikelihood_rolling", {}, ("John saw 12 Mary\nMary saw John",), 0, ("t", 0, 1)
+    )
+    (theirs,) = harness.loglikelihood_rolling([raw])
+    (ours,) = RNNLMScorer(model, vocab).loglikelihood_rolling(["john saw num mary\nmary saw john"])
+    assert theirs == ours.loglikelihood
+    pair = Instance("loglikelihood", {}, ("John saw", " Mary"), 0, ("t", 0, 1))
+    assert harness.loglikelihood([pair]) == RNNLMScorer(model, vocab).loglikelihood(
+        [("john saw", " mary")]
+    )
