@@ -43,7 +43,7 @@ def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMSco
     """'' = the model as it is; '+coref' = CoreLM given test-time coreference."""
     window = min(ev.block_size or backbone.max_length, backbone.max_length)
     kw = dict(bos_id=backbone.prefix_id, max_length=window, stride=ev.stride,
-              batch_size=ev.batch_size, device=device)  # fmt: skip
+              batch_size=ev.batch_size, batch_tokens=ev.batch_tokens, device=device)  # fmt: skip
     kw.update(model=model, tokenizer=backbone.tokenizer)
     out = {model_name: language_model("corelm", name=model_name, **kw)}
     if model.gating is not None:

@@ -55,7 +55,8 @@ class CoreLMScorer(LanguageModel):
                  entity_mode: EntityMode = "none", batch_size: int = 8, name: str = "corelm",
                  device: str | torch.device = "cpu",
                  cloze_entities: Literal["entry_mean", "causal"] = "entry_mean",
-                 stride: int | None = None, memo_size: int = 8192):  # fmt: skip
+                 stride: int | None = None, memo_size: int = 8192,
+                 batch_tokens: int | None = 8192):  # fmt: skip
         self.model, self.tokenizer, self.bos_id = model.eval(), tokenizer, int(bos_id)
         self.max_length, self.entity_mode, self.batch_size = (
             int(max_length),
@@ -71,6 +72,9 @@ class CoreLMScorer(LanguageModel):
         if memo_size < 0:
             raise ValueError(f"memo_size {memo_size} < 0")
         self.stride, self.memo_size = stride, int(memo_size)
+        if batch_tokens is not None and batch_tokens < 1:
+            raise ValueError(f"batch_tokens {batch_tokens} < 1")
+        self.batch_tokens = batch_tokens
         self._entities: dict[tuple[int, ...], list[int]] = {}
         self.misses = 0
         self._memo: OrderedDict[tuple, dict[int, tuple[float, bool]]] = OrderedDict()
@@ -184,12 +188,31 @@ class CoreLMScorer(LanguageModel):
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
         totals = [0.0] * len(requests)
         greedy = [True] * len(requests)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        for chunk in self._chunks(order, rows):
             for i, (ll, g) in zip(chunk, self._score([rows[i] for i in chunk], mode), strict=True):
                 totals[owner[i]] += ll
                 greedy[owner[i]] = greedy[owner[i]] and g
         return list(zip(totals, greedy, strict=True))
+
+    def _chunks(self, order: list[int], rows) -> list[list[int]]:
+        """Forward passes over rows (longest first): at most batch_size rows and, with
+        batch_tokens, at most that many padded input tokens -- the logits of a pass are tokens x
+        vocabulary floats (8 windows of SmolLM2's 8,192 tokens: ~13 GB), so long windows go
+        fewer at a time; a row longer than the budget goes alone."""
+        out: list[list[int]] = []
+        for i in order:
+            width = len(rows[out[-1][0]][0]) - 1 if out else 0  # the chunk's first is its widest
+            full = out and (
+                len(out[-1]) >= self.batch_size
+                or (
+                    self.batch_tokens is not None and (len(out[-1]) + 1) * width > self.batch_tokens
+                )
+            )
+            if not out or full:
+                out.append([i])
+            else:
+                out[-1].append(i)
+        return out
 
     def _loglikelihood_tokens(self, requests: Sequence[TokenRequest]) -> list[tuple[float, bool]]:
         return self._score_requests(requests, self._cloze_mode(), None)

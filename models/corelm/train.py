@@ -117,6 +117,9 @@ class EvalSettings:
     # context_len 1); smaller = more context per token, more forward passes
     stride: int | None = bounded(None, ge=1)
     batch_size: int = bounded(8, ge=1)
+    # padded input tokens per forward pass, at most (memory: the logits are tokens x vocabulary
+    # floats); null = batch_size windows whatever their length
+    batch_tokens: int | None = bounded(8192, ge=1)
     heldout_split: str = "test"  # the reported held-out part of the training corpora (layer
     # 0); "dev" = the split that selects the checkpoint (the old behaviour)
     heldout_max_docs: int | None = bounded(None, ge=1)

@@ -424,3 +424,23 @@ def test_both_wikitexts_score_detokenized_articles_over_their_original_words(
     )
     assert budget["corelm"]["n_words"] == 5  # "= A =" (3 words) + the first 2 of the next
     assert wikitext103({"corelm": scorer}, EvalSettings()) == {}  # not asked for: skipped
+
+
+# --- memory: padded tokens per forward pass ----------------------------------------------------
+
+
+def test_a_token_budget_splits_long_windows_into_smaller_passes(sharp, tiny):
+    """batch_tokens caps a pass's padded input tokens (its logits are tokens x vocabulary
+    floats): long windows go fewer at a time, short ones still batch_size at a time, a window
+    longer than the budget alone; the scores do not depend on the grouping."""
+    lm = _scorer(sharp, tiny, batch_size=4, batch_tokens=20)
+    rows = [(list(range(n)), [0] * n, 1) for n in (9, 9, 9, 3, 3, 3, 3, 3, 30)]
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
+    chunks = lm._chunks(order, rows)
+    assert [[len(rows[i][0]) for i in c] for c in chunks] == [[30], [9, 9], [9, 3], [3, 3, 3, 3]]
+    texts = ["Mary went to the kitchen . She picked up the apple .", "John went home .", "Sam ."]
+    one = _scorer(sharp, tiny, batch_size=1).loglikelihood_rolling(texts)
+    capped = lm.loglikelihood_rolling(texts)
+    assert [s.loglikelihood for s in capped] == approx([s.loglikelihood for s in one], rel=1e-5)
+    with pytest.raises(ValueError, match="batch_tokens 0 < 1"):
+        _scorer(sharp, tiny, batch_tokens=0)
