@@ -126,6 +126,20 @@ def write_tasks(tmp, passages: list[str]):
     return tasks
 
 
+def sharp_gpt2(backbone):
+    """A tiny GPT-2 with large random weights (seed 0) for *backbone*'s tokenizer: scores that
+    depend on every token of context (the default init is near uniform, where a window one
+    token short changes a score by ~1e-7)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(
+        GPT2Config(vocab_size=len(backbone.tokenizer), n_positions=CONTEXT, n_embd=32,
+                   n_layer=2, n_head=2, initializer_range=0.2,
+                   bos_token_id=backbone.prefix_id, eos_token_id=backbone.prefix_id)
+    ).eval()  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def harness_run(tmp_path_factory):
     """(the project's scorer, the harness's results) on one saved tiny model."""
@@ -135,16 +149,7 @@ def harness_run(tmp_path_factory):
         texts=TEXTS,
         tiny=TinySettings(vocab_size=300, n_layer=2, n_embd=32, n_head=2, n_positions=CONTEXT),
     )
-    # large random weights: scores that depend on every token of context (the default init
-    # is near uniform, where a window one token short changes a score by ~1e-7)
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    backbone.model = GPT2LMHeadModel(
-        GPT2Config(vocab_size=len(backbone.tokenizer), n_positions=CONTEXT, n_embd=32,
-                   n_layer=2, n_head=2, initializer_range=0.2,
-                   bos_token_id=backbone.prefix_id, eos_token_id=backbone.prefix_id)
-    ).eval()  # fmt: skip
+    backbone.model = sharp_gpt2(backbone)
     passages = PASSAGES + _greedy_passages(backbone)
     folder = tmp / "model"
     backbone.model.save_pretrained(folder)

@@ -22,7 +22,13 @@ from tasks.core.checkpoints import save_checkpoint
 from tasks.corpora.wikitext import detokenize
 from tasks.evaluation.lm import lambada, perplexity
 from tests.models.corelm.conftest import TEXTS
-from tests.models.corelm.test_harness_equality import CONTEXT, PAGES, PASSAGES, write_tasks
+from tests.models.corelm.test_harness_equality import (
+    CONTEXT,
+    PAGES,
+    PASSAGES,
+    sharp_gpt2,
+    write_tasks,
+)
 
 lm_eval = pytest.importorskip("lm_eval")
 
@@ -44,16 +50,9 @@ def artifact(tmp_path_factory, offline):
     """(artifact folder, tasks folder, LAMBADA passages): a tiny CoreLM with gating saved as
     train_corelm saves it, on a backbone with large random weights (scores depend on every
     token of context; test_harness_equality.py says why)."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
     tmp = tmp_path_factory.mktemp("corefrepro")
     backbone = load_backbone("tiny", texts=TEXTS, tiny=TinySettings(vocab_size=300))
-    torch.manual_seed(0)
-    backbone.model = GPT2LMHeadModel(
-        GPT2Config(vocab_size=len(backbone.tokenizer), n_positions=CONTEXT, n_embd=32,
-                   n_layer=2, n_head=2, initializer_range=0.2,
-                   bos_token_id=backbone.prefix_id, eos_token_id=backbone.prefix_id)
-    ).eval()  # fmt: skip
+    backbone.model = sharp_gpt2(backbone)
     model = CoreLM(backbone.model, n_entities=3, gating=True, n_heads=2).eval()
     folder = tmp / "artifacts" / "corelm"
     save_checkpoint(folder / "best.pt", model, checkpoint_config(
