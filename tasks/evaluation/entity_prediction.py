@@ -20,25 +20,33 @@ Slot rules, each with where it comes from (papers/000 = Ji et al. 2017):
    so "enclosing" turns a linked head into a singleton compound. Slots that either rule
    decides (the span encloses or lies inside another mention) are flagged ``nested`` and
    scored apart as well (`evaluate`).
-3. Which mentions are slots (``target_kinds``): on InScript only script participants
-   (labels ``ScrPart_*``); NPart (not script-related), No_label, SuppVComp,
-   Head_of_Partitive and Unclear mentions are context, never slots. Modi et al.'s model
-   and their adapted "new" predictions are over scenario participant types (papers/000
-   §5.3 "prior knowledge of all the participant types ... and predicts participant types
-   for new entities"), so their targets are participant-labelled NPs. Corpora without label
-   kinds (synthetic) have every mention as a target.
+3. Which mentions are slots (``targets``). Default ``script_event_arguments``: the targets
+   of Modi et al. 2017's own referent-prediction release ("Modeling Semantic Expectations",
+   ashutosh-modi.github.io/datasets: humanPredictions.json, 3,346 targets in the 182 test
+   stories, whose always-new share is exactly Ji et al.'s 31.08 % and whose human majority
+   vote is their 77.35 %). The release lists targets, not the rule that chose them; the rule
+   read off it: a script-participant label (``target_kinds``: ``ScrPart_*``; NPart,
+   No_label, ... are context) other than the time labels (``target_exclude``: no released
+   target carries one), whose syntactic head (`span_head`) is not a possessive pronoun
+   (PRP$: none released) and depends (the XML's <dep head>) on a token of a script-event
+   label (``ScrEv_*``; their model predicts a referent from the event that governs it).
+   Pronouns are targets (1,388 of the 3,346). On the 10 test stories the mirror carries, the
+   rule with rules 5-6 selects 216 slots, among them all 211 released targets. ``participants``
+   (the earlier reading): every ScrPart_* label. Corpora without label kinds or syntax
+   (synthetic) have every mention as a target under either.
 4. Context: every kept mention (any kind) before the slot makes its entity a candidate;
    candidates are listed in first-mention order.
-5. "after the first three sentences" (papers/000 Fig. 3, "consistent with the experimental
-   setup suggested by Modi et al."): a slot's first token lies in sentence index >= 3
-   (0-based) of the document's own sentence segmentation (``skip_sentences``).
+5. ``skip_sentences`` (2): no released target lies in the first two sentences of its story,
+   and 110 of the 182 test stories have one in the third, so "after the first three
+   sentences" (papers/000 Fig. 3) counts the slot's sentence among the three: a slot's first
+   token lies in sentence index >= 2 (0-based) of the document's own segmentation.
 6. "a maximum of 30 entities" per story (papers/000 Fig. 3): the first 30 slots in text
-   order (``max_slots``).
+   order (``max_slots``; the release has 2-33 targets per story, ten stories over 30).
 7. Gold: the slot's entity if it was mentioned before the slot (rule 4), else NEW.
 
-Rules 2 (for InScript) and 3 are this project's reading (neither paper's text spells them out;
-Modi et al. 2017 is not in the papers folder). Measured always-new accuracy under these rules:
-see the stage metrics (metrics/entity_prediction/<corpus>.json) and tests.
+Rule 2 (for InScript) is this project's reading; rules 3 and 5 come from Modi et al.'s
+release (its targets are single head tokens, so it has no nesting). Measured always-new
+accuracy under these rules: see the stage metrics (metrics/entity_prediction/<corpus>.json).
 
 A model plugs in as a ``Predictor``: ``predict(doc, slots) -> list[entity id | NEW]`` for the
 slots of one document (the slots carry the gold left-context mentions). ``evaluate`` scores
@@ -64,6 +72,9 @@ from tasks.core.settings import ConfigError
 from tasks.graphs.views import resolve_nesting
 
 NEW = -1  # the "new entity" answer
+# InScript's time labels: none of Modi et al.'s 3,346 released targets carries one (rule 3)
+TIME_LABELS = ("ScrPart_time", "ScrPart_time/date", "ScrPart_time_date")
+SCRIPT_EVENT = "ScrEv"  # InScript's script-event label prefix
 
 
 @dataclass(frozen=True)
@@ -103,10 +114,12 @@ class Predictor(Protocol):
 class ProtocolSettings:
     """params.yaml entity_prediction (the slot rules; module docstring)."""
 
-    skip_sentences: int = 3  # Ji et al. 2017 Fig. 3: "after the first three sentences"
+    skip_sentences: int = 2  # rule 5: Modi et al.'s targets start in the third sentence
     max_slots: int | None = 30  # Ji et al. 2017 Fig. 3: "a maximum of 30 entities"
     target_kinds: list[str] = field(default_factory=lambda: ["ScrPart"])  # label prefixes
     nested: Literal["enclosing", "heads"] = "enclosing"  # views.resolve_nesting (rule 2)
+    targets: Literal["script_event_arguments", "participants"] = "script_event_arguments"
+    target_exclude: list[str] = field(default_factory=lambda: list(TIME_LABELS))  # rule 3
 
     def validate(self, path: str) -> None:
         bad = []
@@ -129,13 +142,15 @@ def doc_mentions(
     rows: Iterable[Mapping[str, Any]],
     kinds: Mapping[tuple[int, int], str] | None,
     settings: ProtocolSettings,
+    syntax: Mapping[str, Sequence] | None = None,
 ) -> list[Mention]:
     """One document's mentions after rules 1-3, in text order. A span listed twice (a label in
-    two chains) keeps its smaller cluster id (`resolve_nesting`)."""
+    two chains) keeps its smaller cluster id (`resolve_nesting`). `syntax`: the document's
+    per-token ``pos``/``dep_head``/``event`` (tasks/corpora/inscript.story_syntax) where the
+    corpus has them; rule 3's default reads them."""
     triples = [(int(r["start"]), int(r["end"]), int(r["cluster"])) for r in rows]
     kept, _ = resolve_nesting(triples, settings.nested)
     bounds = sorted({(s, e) for s, e, _ in triples})
-    prefixes = tuple(settings.target_kinds)
     out = []
     for start, end, cluster in kept:
         target = True
@@ -143,9 +158,37 @@ def doc_mentions(
             kind = kinds.get((start, end))
             if kind is None:
                 raise CorefreproError(f"mention {(start, end)} has no label kind")
-            target = kind.startswith(prefixes)
+            target = is_target(kind, (start, end), settings, syntax)
         out.append(Mention(start, end, cluster, target, _in_nesting((start, end), bounds)))
     return out
+
+
+def is_target(
+    kind: str, span: tuple[int, int], settings: ProtocolSettings,
+    syntax: Mapping[str, Sequence] | None,
+) -> bool:  # fmt: skip
+    """Rule 3 for a labelled span."""
+    if not kind.startswith(tuple(settings.target_kinds)):
+        return False
+    if settings.targets == "participants" or syntax is None:
+        return True
+    if kind in settings.target_exclude:
+        return False
+    head = span_head(span, syntax["dep_head"])
+    if syntax["pos"][head] == "PRP$":
+        return False
+    governor = syntax["dep_head"][head]
+    return governor >= 0 and (syntax["event"][governor] or "").startswith(SCRIPT_EVENT)
+
+
+def span_head(span: tuple[int, int], dep_head: Sequence[int]) -> int:
+    """The span's syntactic head: its last token whose dependency head lies outside the span
+    (an English NP's head is its last such token), else its last token."""
+    start, end = span
+    for i in range(end - 1, start - 1, -1):
+        if not start <= dep_head[i] < end:
+            return i
+    return end - 1
 
 
 def _in_nesting(span: tuple[int, int], bounds: Sequence[tuple[int, int]]) -> bool:
@@ -185,7 +228,9 @@ def slots(
 ) -> list[Slot]:
     """Every slot of the documents of `split` (None: all), documents in doc_id order.
     `kinds`: doc_id -> {(start, end): label kind} where the corpus has label kinds (InScript,
-    tasks/corpora/inscript.mention_kinds); None makes every mention a target."""
+    tasks/corpora/inscript.mention_kinds); None makes every mention a target. A document's
+    per-token annotation under "syntax" (tasks/corpora/inscript.story_syntax), where the
+    corpus has one, serves rule 3."""
     settings = settings or ProtocolSettings()
     by_doc: dict[str, list[dict[str, Any]]] = {}
     for r in _rows(mentions):
@@ -195,7 +240,7 @@ def slots(
         if split is not None and doc["split"] != split:
             continue
         doc_kinds = None if kinds is None else kinds.get(doc["doc_id"], {})
-        ms = doc_mentions(by_doc.get(doc["doc_id"], []), doc_kinds, settings)
+        ms = doc_mentions(by_doc.get(doc["doc_id"], []), doc_kinds, settings, doc.get("syntax"))
         out += doc_slots(doc["doc_id"], doc["sentence_starts"], ms, settings)
     return out
 
@@ -247,29 +292,69 @@ class AlwaysNew:
         return [NEW] * len(slots)
 
 
-N_CAND_FEATURES = 7
-N_NEW_FEATURES = 3
+N_CAND_FEATURES = 14
+N_NEW_FEATURES = 5
+SUBJECT_RELATIONS = ("nsubj", "nsubjpass", "csubj", "csubjpass", "xsubj", "agent")
+OBJECT_RELATIONS = ("dobj", "iobj")
+PRONOUN_TAGS = ("PRP", "PRP$", "WP", "WP$", "WDT")
+PROPER_TAGS = ("NNP", "NNPS")
+
+
+def grammatical_function(syntax: Mapping[str, Sequence] | None, span: tuple[int, int]) -> str:
+    """subject | object | oblique (a collapsed prep_* relation) | other | "" (no syntax) of
+    the span's head."""
+    if syntax is None:
+        return ""
+    rel = syntax["dep_rel"][span_head(span, syntax["dep_head"])] or ""
+    if rel in SUBJECT_RELATIONS:
+        return "subject"
+    if rel in OBJECT_RELATIONS:
+        return "object"
+    return "oblique" if rel.startswith(("prep", "pobj")) else "other"
+
+
+def _re_type(syntax: Mapping[str, Sequence] | None, span: tuple[int, int]) -> str:
+    """The referring expression's type from its head's tag: pronoun | name | noun | ""."""
+    if syntax is None:
+        return ""
+    tag = syntax["pos"][span_head(span, syntax["dep_head"])] or ""
+    return "pronoun" if tag in PRONOUN_TAGS else "name" if tag in PROPER_TAGS else "noun"
 
 
 def candidate_features(doc: Mapping[str, Any], slot: Slot) -> np.ndarray:
-    """Shallow features of each candidate (rows in slot.candidates order): recency of the last
-    mention (log tokens, log sentences, recency rank) and frequency (log count, share of the
-    mentions so far), plus whether it was the first entity of the story (the protagonist of
-    an InScript story) and whether its last mention is in the slot's sentence."""
+    """Shallow features of each candidate (rows in slot.candidates order), Modi et al. 2017's
+    "shallow linguistic" group as far as its names go (recency, frequency, grammatical
+    function, previous subject, previous object, previous referring-expression type; the TACL
+    text is not in the papers folder, so each is our reading of the name):
+    recency of the last mention (log tokens, log sentences, recency rank), frequency (log
+    count, share of the mentions so far), whether it was the story's first entity (an
+    InScript story's protagonist), whether its last mention is in the slot's sentence; where
+    the document has syntax (``doc["syntax"]``, InScript): its last mention was a subject /
+    an object, it was mentioned as a subject / object in the sentence before the slot's, its
+    last mention was a pronoun / a name, and its last mention's grammatical function is the
+    slot's (parallelism). The slot's own words are never read: the model predicts the
+    referent before the mention (R given, E predicted)."""
     starts = doc["sentence_starts"]
-    last: dict[int, int] = {}
+    syntax = doc.get("syntax")
+    last: dict[int, tuple[int, int]] = {}
     count: dict[int, int] = {}
-    for start, _end, e in slot.history:
-        last[e] = start
+    previous = {"subject": set(), "object": set()}
+    for start, end, e in slot.history:
+        last[e] = (start, end)
         count[e] = count.get(e, 0) + 1
-    ranked = sorted(slot.candidates, key=lambda e: -last[e])
+        if bisect.bisect_right(starts, start) - 1 == slot.sentence - 1:
+            previous.get(grammatical_function(syntax, (start, end)), set()).add(e)
+    ranked = sorted(slot.candidates, key=lambda e: -last[e][0])
     rank = {e: i for i, e in enumerate(ranked)}
     total = max(len(slot.history), 1)
     first = slot.candidates[0] if slot.candidates else None
+    slot_function = grammatical_function(syntax, (slot.start, slot.end))
     rows = []
     for e in slot.candidates:
-        dist = slot.start - last[e]
-        sent_dist = slot.sentence - (bisect.bisect_right(starts, last[e]) - 1)
+        dist = slot.start - last[e][0]
+        sent_dist = slot.sentence - (bisect.bisect_right(starts, last[e][0]) - 1)
+        function = grammatical_function(syntax, last[e])
+        re_type = _re_type(syntax, last[e])
         rows.append(
             [
                 math.log1p(dist),
@@ -279,15 +364,26 @@ def candidate_features(doc: Mapping[str, Any], slot: Slot) -> np.ndarray:
                 count[e] / total,
                 float(e == first),
                 float(sent_dist == 0),
+                float(function == "subject"),
+                float(function == "object"),
+                float(e in previous["subject"]),
+                float(e in previous["object"]),
+                float(re_type == "pronoun"),
+                float(re_type == "name"),
+                float(bool(function) and function == slot_function),
             ]
         )
     return np.asarray(rows, dtype=np.float32).reshape(len(slot.candidates), N_CAND_FEATURES)
 
 
-def new_features(slot: Slot) -> np.ndarray:
-    """Features of the NEW option: a bias, log number of entities so far, log mentions so far."""
+def new_features(doc: Mapping[str, Any], slot: Slot) -> np.ndarray:
+    """Features of the NEW option: a bias, log number of entities so far, log mentions so
+    far, and the slot's grammatical function (subject / object; 0 without syntax)."""
     n_ent = len(slot.candidates)
-    return np.asarray([1.0, math.log1p(n_ent), math.log1p(len(slot.history))], np.float32)
+    function = grammatical_function(doc.get("syntax"), (slot.start, slot.end))
+    return np.asarray([1.0, math.log1p(n_ent), math.log1p(len(slot.history)),
+                       float(function == "subject"), float(function == "object")],
+                      np.float32)  # fmt: skip
 
 
 @dataclass
@@ -319,10 +415,12 @@ class ShallowRanker:
         for i, s in enumerate(slot_list):
             f = candidate_features(docs[s.doc_id], s)
             feats.append(f)
-            news.append(new_features(s))
+            news.append(new_features(docs[s.doc_id], s))
             seg += [i] * len(f)
             gold.append(len(s.candidates) if s.gold == NEW else s.candidates.index(s.gold))
-        cand = torch.from_numpy(np.concatenate(feats) if feats else np.zeros((0, 7), np.float32))
+        cand = torch.from_numpy(
+            np.concatenate(feats) if feats else np.zeros((0, N_CAND_FEATURES), np.float32)
+        )
         return cand, torch.from_numpy(np.stack(news)), torch.tensor(seg), torch.tensor(gold)
 
     def _scores(self, cand, new, seg, n: int) -> list[torch.Tensor]:
@@ -396,7 +494,10 @@ __all__ = [
     "doc_mentions",
     "doc_slots",
     "evaluate",
+    "grammatical_function",
+    "is_target",
     "new_features",
     "predict_all",
     "slots",
+    "span_head",
 ]

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -52,7 +52,12 @@ class ModelPredictorSettings:
 
 @dataclass
 class EntityPredictionSettings(ep.ProtocolSettings):
-    """params.yaml entity_prediction: the corpora, the slot rules, the shallow ranker."""
+    """params.yaml entity_prediction: the corpora, the slot rules, the shallow ranker. The
+    nesting rule is the EntityNLM view's for each corpus (view_entitynlm.nested /
+    nested_for; issue #33.5: one rule for the mentions a model trains on and the slots it is
+    asked about); `nested` here may only restate it."""
+
+    nested: Literal["enclosing", "heads"] | None = None
 
     corpora: list[str] = field(default_factory=lambda: ["synthetic"])
     shallow: ep.ShallowSettings = field(default_factory=ep.ShallowSettings)
@@ -61,21 +66,22 @@ class EntityPredictionSettings(ep.ProtocolSettings):
 
 
 def settings() -> EntityPredictionSettings:
-    """The section, parsed; its `nested` rule must be the EntityNLM view's (issue #33.5: one
-    rule for the mentions a model trains on and the slots it is asked about)."""
-    cfg = parse_settings(EntityPredictionSettings, params(STAGE), STAGE)
-    view_rule = (params("view_entitynlm") or {}).get("nested", "enclosing")
-    if cfg.nested != view_rule:
+    return parse_settings(EntityPredictionSettings, params(STAGE), STAGE)
+
+
+def protocol(cfg: EntityPredictionSettings, corpus: str) -> ep.ProtocolSettings:
+    """The slot rules for `corpus`, nesting as the corpus's EntityNLM view."""
+    from tasks.graphs.views import entitynlm_view_settings
+
+    rule = entitynlm_view_settings().nesting_rule(corpus)
+    if cfg.nested is not None and cfg.nested != rule:
         raise ConfigError(
-            f"{STAGE}.nested: {cfg.nested!r} differs from view_entitynlm.nested {view_rule!r}; "
-            "slots and training mentions must follow one rule"
+            f"{STAGE}.nested: {cfg.nested!r} differs from the EntityNLM view's rule for "
+            f"{corpus} ({rule!r}, view_entitynlm.nested / nested_for); slots and training "
+            "mentions must follow one rule"
         )
-    return cfg
-
-
-def protocol(cfg: EntityPredictionSettings) -> ep.ProtocolSettings:
-    return ep.ProtocolSettings(cfg.skip_sentences, cfg.max_slots, list(cfg.target_kinds),
-                               cfg.nested)  # fmt: skip
+    rules = {f.name: getattr(cfg, f.name) for f in fields(ep.ProtocolSettings)}
+    return ep.ProtocolSettings(**{**rules, "nested": rule})
 
 
 def predictions_dir(corpus: str) -> Path:
@@ -87,7 +93,9 @@ def metrics_path(corpus: str) -> Path:
 
 
 def load(corpus: str) -> tuple[list[dict], list[dict], dict | None]:
-    """Documents, gold mentions and (InScript) label kinds of one corpus."""
+    """Documents, gold mentions and (InScript) label kinds of one corpus. An InScript
+    document carries its per-token syntax and event labels under "syntax" (slot rule 3 and
+    the shallow ranker's grammatical features read them)."""
     docs = storage.read_table(docs_dir(corpus) / f"{DOCUMENTS}.parquet", DOCUMENTS).to_pylist()
     mentions = storage.read_table(docs_dir(corpus) / f"{MENTIONS}.parquet", MENTIONS)
     gold = [m for m in mentions.to_pylist() if m["annotator"] == "gold"]
@@ -95,9 +103,11 @@ def load(corpus: str) -> tuple[list[dict], list[dict], dict | None]:
         raise CorefreproError(f"{docs_dir(corpus)}: no gold mentions; entity prediction needs them")
     kinds = None
     if corpus == "inscript":
-        from tasks.corpora.inscript import mention_kinds
+        from tasks.corpora.inscript import mention_kinds, story_syntax
 
         kinds = mention_kinds(raw_dir(corpus))
+        syntax = story_syntax(raw_dir(corpus))
+        docs = [{**d, "syntax": syntax[d["doc_id"]]} for d in docs]
     return docs, gold, kinds
 
 
@@ -114,7 +124,7 @@ def run(corpus: str, extra: Sequence[ep.Predictor] = ()) -> dict[str, Any]:
     from tasks.core.tracking import log_metrics, tracked_run
 
     cfg = settings()
-    rules = protocol(cfg)
+    rules = protocol(cfg, corpus)
     docs, gold, kinds = load(corpus)
     started = time.perf_counter()
     by_split = {sp: ep.slots(docs, gold, sp, rules, kinds) for sp in SPLITS}

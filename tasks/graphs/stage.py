@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ from tasks.core.schema import (
 )
 from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.graphs.dags import build_graphs
-from tasks.graphs.views import build_corelm_view, build_entitynlm_view
+from tasks.graphs.views import build_corelm_view, build_entitynlm_view, entitynlm_view_settings
 
 log = logging.getLogger("corefrepro.graphs")
 
@@ -53,18 +53,6 @@ class GraphSettings:
 
 
 @dataclass
-class EntityNLMViewSettings:
-    """params.yaml view_entitynlm (view_entitynlm@<run>)."""
-
-    l_max: int = bounded(25, ge=1)  # Ji et al. 2017: longest mention length
-    long_mentions: Literal["truncate", "skip"] = "truncate"
-    drop_singletons_for: list[str] = field(default_factory=list)  # CoNLL-style corpora
-    # nested mentions (views.resolve_nesting): the enclosing one (Ji et al. §4) or the inner
-    # heads; entity_prediction.nested must name the same rule, so slots are view mentions
-    nested: Literal["enclosing", "heads"] = "enclosing"
-
-
-@dataclass
 class CoreLMViewSettings:
     """params.yaml view_corelm (view_corelm@<run>)."""
 
@@ -83,9 +71,7 @@ def table_path(run: str, stage: str) -> Path:
 
 def _settings(stage: str) -> dict[str, Any]:
     """The stage's params.yaml section, parsed strictly."""
-    cls = {"graphs": GraphSettings, "view_entitynlm": EntityNLMViewSettings}.get(
-        stage, CoreLMViewSettings
-    )
+    cls = {"graphs": GraphSettings, "view_corelm": CoreLMViewSettings}[stage]
     return settings_to_dict(parse_settings(cls, params(stage), stage))
 
 
@@ -184,15 +170,16 @@ def build_mage_graphs(
 
 def build_entitynlm(run: str) -> dict[str, Any]:
     """Stage view_entitynlm@<run>: R/E/L per token (Ji et al. 2017 §2)."""
-    cfg = _settings("view_entitynlm")
+    cfg = entitynlm_view_settings()
     data = _inputs(run, items=False)
+    corpus = data["entry"]["corpus"]
     view = build_entitynlm_view(
         data["documents"],
         data["mentions"],
-        l_max=cfg["l_max"],
-        long_mentions=cfg["long_mentions"],
-        drop_singletons=data["entry"]["corpus"] in cfg["drop_singletons_for"],
-        nested=cfg["nested"],
+        l_max=cfg.l_max,
+        long_mentions=cfg.long_mentions,
+        drop_singletons=corpus in cfg.drop_singletons_for,
+        nested=cfg.nesting_rule(corpus),
     )
     _log_dropped(run, "entitynlm", view.stats)
     log.info("%s: %d EntityNLM documents", run, len(view.rows))

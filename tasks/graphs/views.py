@@ -35,12 +35,14 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import pyarrow as pa
 
+from tasks.core.config import params
 from tasks.core.errors import CorefreproError
+from tasks.core.settings import bounded, parse_settings
 from tasks.graphs.dags import Span, as_rows, group_mentions
 
 L_MAX = 25  # Ji et al. 2017 §2.1
@@ -58,6 +60,31 @@ class ViewBuild:
 
 
 # --------------------------------------------------------------------------- nesting
+
+
+@dataclass
+class EntityNLMViewSettings:
+    """params.yaml view_entitynlm (view_entitynlm@<run>)."""
+
+    l_max: int = bounded(25, ge=1)  # Ji et al. 2017: longest mention length
+    long_mentions: Literal["truncate", "skip"] = "truncate"
+    drop_singletons_for: list[str] = field(default_factory=list)  # CoNLL-style corpora
+    # nested mentions (views.resolve_nesting): the enclosing one (Ji et al. §4) or the inner
+    # heads; entity prediction's slots follow the same rule (nesting_rule)
+    nested: Literal["enclosing", "heads"] = "enclosing"
+    # per-corpus rules: InScript labels heads, and Modi et al. 2017's released targets are
+    # head tokens (tasks/evaluation/entity_prediction.py rule 3)
+    nested_for: dict[str, Literal["enclosing", "heads"]] = field(default_factory=dict)
+
+    def nesting_rule(self, corpus: str) -> str:
+        """The nesting rule of the view of a run of `corpus`: nested_for, else nested."""
+        return self.nested_for.get(corpus, self.nested)
+
+
+def entitynlm_view_settings() -> EntityNLMViewSettings:
+    """params.yaml view_entitynlm, parsed strictly (the view stage and entity prediction,
+    whose slots follow the view's nesting rule)."""
+    return parse_settings(EntityNLMViewSettings, params("view_entitynlm"), "view_entitynlm")
 
 
 def nesting_layers(spans: Iterable[Span]) -> tuple[list[list[Span]], int]:

@@ -18,7 +18,7 @@ CASES = {
     "normalize": ("tasks.corpora.ingest:normalize_settings('synthetic')", "dev_fraction"),
     "annotate": ("tasks.annotation.runs:settings()", "shard_size"),
     "graphs": ("tasks.graphs.stage:_settings('graphs')", "edge_types"),
-    "view_entitynlm": ("tasks.graphs.stage:_settings('view_entitynlm')", "long_mentions"),
+    "view_entitynlm": ("tasks.graphs.views:entitynlm_view_settings()", "long_mentions"),
     "view_corelm": ("tasks.graphs.stage:_settings('view_corelm')", "id_scope"),
     "kbest": ("models.coref.kbest:settings()", "encoder"),
     "train_mage.train": ("models.mage.train:settings()", "epochs"),
@@ -177,7 +177,7 @@ BAD_NUMBERS = [
      "must be < 1, got 1.5"),
     ("graphs", "edge_types", [], "tasks.graphs.stage:_settings('graphs')",
      "needs at least 1 item(s), got 0"),
-    ("view_entitynlm", "l_max", 0, "tasks.graphs.stage:_settings('view_entitynlm')",
+    ("view_entitynlm", "l_max", 0, "tasks.graphs.views:entitynlm_view_settings()",
      "must be >= 1, got 0"),
     ("train_entitynlm.evaluation", "samples", 0, "models.entitynlm.train:settings()",
      "must be >= 1, got 0"),
@@ -221,13 +221,19 @@ def test_a_bad_number_is_refused_naming_the_key(section, key, value, call, probl
 
 
 def test_slots_and_training_mentions_follow_one_nesting_rule(monkeypatch):
-    from tasks.evaluation.entity_prediction_stage import settings
+    """Entity prediction takes the EntityNLM view's nesting rule for its corpus
+    (view_entitynlm.nested / nested_for); entity_prediction.nested may only restate it."""
+    from tasks.evaluation.entity_prediction_stage import protocol, settings
 
     data = copy.deepcopy(config.params())
-    data["entity_prediction"]["nested"] = "heads"
     monkeypatch.setattr(config, "_load", lambda path: data)
+    assert protocol(settings(), "synthetic").nested == "enclosing"
+    assert protocol(settings(), "inscript").nested == "heads"  # nested_for
+    data["entity_prediction"]["nested"] = "heads"
     with pytest.raises(ConfigError, match=r"entity_prediction.nested: 'heads' differs from "
-                                          r"view_entitynlm.nested 'enclosing'"):  # fmt: skip
-        settings()
+                                          r"the EntityNLM view's rule for synthetic "
+                                          r"\('enclosing'"):  # fmt: skip
+        protocol(settings(), "synthetic")
+    assert protocol(settings(), "inscript").nested == "heads"
     data["view_entitynlm"]["nested"] = "heads"
-    assert settings().nested == "heads"
+    assert protocol(settings(), "synthetic").nested == "heads"
