@@ -107,6 +107,8 @@ class InscriptNormalize(SharedNormalize):
     # NPart: the paper's inventory (tasks/corpora/inscript.py SINGLETON_EXCLUDE); []: every one
     singleton_exclude: list[str] = field(default_factory=lambda: ["NPart"])
     multi_chain: Literal["all", "first"] = "all"
+    # modi2017: Ji et al.'s 619 training stories (tasks/corpora/inscript.py MODI_IGNORED_STORIES)
+    train_stories: Literal["modi2017", "all"] = "modi2017"
 
 
 @dataclass
