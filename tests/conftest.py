@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,51 +117,78 @@ def http(url: str, data: dict | None = None) -> tuple[int, bytes]:
         return resp.status, resp.read()
 
 
+def free_port() -> int:
+    """A TCP port free on the loopback interface now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(
+    args: list[str], env: dict[str, str], health: str, log: Path, timeout: float = 180
+) -> Iterator[subprocess.Popen]:
+    """A server process started with `args`, its output in `log`, once `health` answers 200;
+    stopped with its whole process group afterwards (servers start worker processes)."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            args, env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                if http(health)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(
+                    f"{' '.join(args[2:4])} did not start:\n{log.read_text(errors='replace')[-3000:]}"
+                )
+            time.sleep(0.5)
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
     """A real `prefect server start` on a free loopback port: (base URL, PREFECT_HOME)."""
     home = tmp_path_factory.mktemp("prefect-home")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "prefect",
-            "server",
-            "start",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    args = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+            "--port", str(port)]  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            if http(f"{base}/api/health")[0] == 200:
-                break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            out = proc.stdout.read().decode(errors="replace")
-            pytest.fail(f"prefect server did not start:\n{out[-3000:]}")
-        time.sleep(0.5)
-    yield base, home
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with serving(args, env, f"{base}/api/health", home / "server.log", timeout=120):
+        yield base, home
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """A real `mlflow server` on a free loopback port, as a team would run it (README "MLflow"):
+    a sqlite backend store and artifacts served by the server. (base URL, its folder: mlflow.db
+    and artifacts/)."""
+    folder = tmp_path / "mlflow-server"
+    folder.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # GenAI jobs: 7 more processes, unused
+    args = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", "2", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
+            "--serve-artifacts", "--artifacts-destination", str(folder / "artifacts")]  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    with serving(args, env, f"{base}/health", folder / "server.log"):
+        yield base, folder
 
 
 @pytest.fixture(scope="module")

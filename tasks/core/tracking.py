@@ -4,7 +4,8 @@ Experiment per DVC stage, named as the stage (train_mage, train_coref, annotate,
 name from dvc.yaml to MLflow to the artifacts/ and metrics/ paths. A run is named as the stage
 item and seed (train_mage@bigru-syn2/seed1) and tagged with the paper it reproduces, the
 dataset, the git SHA and a hash of the stage's dvc.lock entry (deps + params as DVC records them) so a run can be traced to the
-exact inputs that produced it. Tracking store: a real sqlite database by default.
+exact inputs that produced it. Tracking store: a real sqlite database by default, or a team's
+`mlflow server` (tracking.uri: http://...), which then also stores the artifacts (README "MLflow").
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -99,7 +101,48 @@ def tracking_uri() -> str:
 
 
 def artifact_root() -> str:
+    """Where a local store's experiments keep their artifacts (tracking.artifacts); a tracking
+    server's experiments use the server's own artifact store instead (is_server)."""
     return _at_store_root(settings().artifacts).as_uri()
+
+
+def is_server(uri: str) -> bool:
+    """A tracking server (`mlflow server`): it owns the store, serializes its writers and, run
+    with --serve-artifacts, proxies the artifacts (no local file lock, no local artifact root)."""
+    return uri.startswith(("http://", "https://"))
+
+
+# How long a tracking server may take to answer before a stage goes on without it: MLflow's own
+# client retries a refused connection for minutes (MLFLOW_HTTP_REQUEST_MAX_RETRIES).
+SERVER_TIMEOUT_S = 5.0
+
+
+class ServerUnreachable(ConnectionError):
+    """The tracking server did not answer (its message: one line naming the setting)."""
+
+
+def check_server(uri: str) -> None:
+    """Raise ServerUnreachable when the tracking server at `uri` does not answer within
+    SERVER_TIMEOUT_S; any HTTP answer (even a refusal by an auth proxy) or a TLS handshake
+    counts as reachable. Local stores are not checked."""
+    if not is_server(uri):
+        return
+    import requests
+
+    try:
+        requests.get(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S).close()
+    except requests.exceptions.SSLError:
+        return  # it answered; MLflow's client has its own certificate settings
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        setting = "MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") else "tracking.uri"
+        errno = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
+        if isinstance(exc, requests.Timeout):
+            reason = f"no answer in {SERVER_TIMEOUT_S:g} s"
+        else:
+            reason = errno.group(1).strip() if errno else type(exc).__name__
+        raise ServerUnreachable(
+            f"tracking server {uri} ({setting}) is unreachable: {reason}"
+        ) from None
 
 
 def git_sha() -> str:
@@ -279,15 +322,21 @@ def _alive(pid: int) -> bool:
 def _experiment(stage: str) -> str:
     """The experiment `<stage>` (created on first use, tagged as model training); its id."""
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     uri = tracking_uri()
+    check_server(uri)
     mlflow.set_tracking_uri(uri)
+    # a server's experiments keep their artifacts in its store (mlflow-artifacts:/...)
+    location = None if is_server(uri) else f"{artifact_root()}/{stage}"
     with _store_lock(uri):
         experiment = mlflow.get_experiment_by_name(stage)
         if experiment is None:
-            mlflow.create_experiment(
-                stage, artifact_location=f"{artifact_root()}/{stage}", tags=EXPERIMENT_TAGS
-            )
+            try:
+                mlflow.create_experiment(stage, artifact_location=location, tags=EXPERIMENT_TAGS)
+            except MlflowException as exc:  # another process made it first (a server store)
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
         elif any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
             for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
                 mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)

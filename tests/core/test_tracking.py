@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,77 @@ def test_runs_log_their_stage_inputs_as_datasets(tmp_path, monkeypatch):
         shown = [(d.dataset.name, d.dataset.digest) for d in run.inputs.dataset_inputs]
         assert sorted(shown) == [("data/docs/synthetic", "2" * 32 + ".dir"),
                                  ("data/graphs/synthetic-gold/graphs.parquet", "0" * 32)]  # fmt: skip
+
+
+@pytest.mark.slow  # an `mlflow server` start and two training processes: ~1-2 min
+def test_two_stages_at_once_log_to_an_mlflow_server(tmp_path, mlflow_server):
+    """Issue #29.4: `tracking.uri: http://...`, a team's `mlflow server` (sqlite backend,
+    --serve-artifacts). Two `python -m flows.train_mage` processes at once on a fresh server:
+    both runs are there, with their metrics and checkpoints, which the server stores and serves
+    (no mlflow.db, no mlartifacts/ beside the pipeline)."""
+    import subprocess
+    import sys
+
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import copy_checkout
+    from tests.models.mage.test_data import build_synthetic_graphs
+
+    base, server = mlflow_server
+    repo = tmp_path / "repo"
+    env = copy_checkout(repo)
+    build_synthetic_graphs(repo / "data" / "graphs" / "synthetic-gold")
+    params_file = repo / "params.yaml"
+    text = params_file.read_text()
+    edits = {"uri: sqlite:///mlflow.db": f"uri: {base}", "train: {epochs: 3,": "train: {epochs: 1,"}
+    for old, new in edits.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    params_file.write_text(text)
+    models = ("bigru", "bigru-mage16")
+    procs = {
+        model: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "flows.train_mage",
+                "--model",
+                model,
+                "--task",
+                "syn2",
+                "--seed",
+                "1",
+            ],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for model in models
+    }
+    for proc in procs.values():
+        out = proc.communicate(timeout=600)[0]
+        assert proc.returncode == 0, out[-3000:]
+        assert "MLflow: could not" not in out, out[-3000:]
+
+    client = MlflowClient(base)
+    experiment = client.get_experiment_by_name("train_mage")
+    assert experiment.artifact_location.startswith("mlflow-artifacts:")  # the server's store
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    assert sorted(runs) == sorted(f"train_mage@{m}-syn2/seed1" for m in models)
+    for model in models:
+        run = runs[f"train_mage@{model}-syn2/seed1"]
+        assert run.info.status == "FINISHED"
+        assert {"best_dev_acc", "test_acc", "dev_acc", "train_loss"} <= set(run.data.metrics)
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1]
+        checkpoint = repo / "artifacts" / "train_mage" / f"{model}-syn2" / "seed1" / "best.pt"
+        assert run.data.tags["checkpoint"] == str(checkpoint.relative_to(repo))
+        assert [f.path for f in client.list_artifacts(run.info.run_id, "checkpoints")] == [
+            "checkpoints/best.pt"
+        ]
+        got = client.download_artifacts(run.info.run_id, "checkpoints/best.pt", str(tmp_path))
+        assert Path(got).read_bytes() == checkpoint.read_bytes()
+    stored = list((server / "artifacts").rglob("best.pt"))  # written by the server
+    assert len(stored) == 2
+    assert not (repo / "mlartifacts").exists() and not (repo / "mlflow.db").exists()

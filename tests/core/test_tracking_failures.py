@@ -5,14 +5,17 @@ work was done; a killed stage left its run RUNNING forever."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -136,3 +139,42 @@ def test_a_run_left_running_by_a_killed_process_is_failed_at_the_next_start(stor
     status = {r.info.run_id: r.info.status for r in _runs(store, "stats@victim")}
     assert status[got.info.run_id] == "FAILED"
     assert sorted(status.values()) == ["FAILED", "FINISHED"]
+
+
+@pytest.mark.parametrize("server", ["refused", "silent"])
+def test_an_unreachable_tracking_server_is_one_line_naming_the_setting(
+    server, tmp_path, monkeypatch, caplog
+):
+    """Issue #29.4: tracking.uri http://... and no server answering (none on the port, or one
+    that accepts and never answers): one warning naming the server and the setting, in seconds
+    (MLflow's client alone retries a refused connection for minutes); the stage goes on."""
+    from tests.conftest import free_port
+
+    monkeypatch.setattr(tracking, "RETRY_DELAYS_S", (0.1,))
+    monkeypatch.setattr(tracking, "SERVER_TIMEOUT_S", 0.5)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with contextlib.ExitStack() as stack:
+        if server == "refused":
+            uri = f"http://127.0.0.1:{free_port()}"
+            monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+            setting, reason = "MLFLOW_TRACKING_URI", "Connection refused"
+        else:
+            silent = stack.enter_context(socket.socket())
+            silent.bind(("127.0.0.1", 0))
+            silent.listen()  # the kernel completes the handshake; nothing ever answers
+            uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+            monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(uri=uri))
+            setting, reason = "tracking.uri", "no answer in 0.5 s"
+        out = tmp_path / "metrics.json"
+        start = time.monotonic()
+        with (
+            caplog.at_level(logging.WARNING, "corefrepro.tracking"),
+            tracking.tracked_run("stats", "offline", dataset="x") as run,
+        ):
+            out.write_text("{}")
+            tracking.log_metrics({"f1": 0.5})
+        elapsed = time.monotonic() - start
+    assert run is None and out.exists() and elapsed < 20
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"tracking server {uri} ({setting}) is unreachable: {reason}" in warning
+    assert "\n" not in warning
