@@ -3,12 +3,13 @@
     python -m flows.annotate --run synthetic-gold
 
 params.yaml annotate.runs.<run> (or annotate.model_runs.<run>) names the corpus and the
-annotator; data/docs/<corpus>/ is read, and data/mentions/<run>/{mentions,query_mentions}.parquet is written. Documents are
-annotated in shards on the configured task runner (threads, processes, or Dask under
-Prefect); each finished shard is kept in data/cache/annotate/ under a fingerprint of its
-inputs, so an interrupted run resumes where it stopped. Where the corpus has gold
-coreference, the run is scored against it on the dev documents (metrics/annotate/<run>.json,
-MLflow experiment "annotation").
+annotator; data/docs/<corpus>/ is read, and data/mentions/<run>/{mentions,query_mentions}.parquet
+is written. Documents are annotated in shards on the configured task runner: threads,
+processes, or dask (a LocalCluster under Prefect, a process pool without it; or, with
+annotate.dask_address or DASK_SCHEDULER_ADDRESS, the running scheduler there). Each finished
+shard is kept in data/cache/annotate/ under a fingerprint of its inputs, so an interrupted run
+resumes where it stopped. Where the corpus has gold coreference, the run is scored against it
+on the dev documents (metrics/annotate/<run>.json, MLflow experiment "annotation").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 
 from flows.runtime import Runner, flow, run_cli, task
 from tasks.annotation import stage
+from tasks.annotation.runs import dask_address
 from tasks.core.progress import Progress
 
 log = logging.getLogger("corefrepro.annotate")
@@ -26,7 +28,13 @@ log = logging.getLogger("corefrepro.annotate")
 
 def _runner(run: str) -> Runner:
     cfg = stage.settings()
-    return Runner(cfg.get("executor", "threads"), int(cfg.get("workers", 2)))
+    address, setting = dask_address(cfg)
+    return Runner(
+        cfg.get("executor", "threads"),
+        int(cfg.get("workers", 2)),
+        address=address,
+        address_setting=setting or "dask address",
+    )
 
 
 annotate_shard = task(
@@ -47,13 +55,12 @@ def annotate(run: str) -> dict:
     plan = stage.plan(run)
     total = sum(len(s["doc_ids"]) for s in plan.shards)
     log.info(
-        "%s: %d documents in %d shards (%s annotator, %s x%d)",
+        "%s: %d documents in %d shards (%s annotator, %s)",
         run,
         total,
         len(plan.shards),
         plan.annotator,
-        _runner(run).kind,
-        _runner(run).workers,
+        _runner(run),
     )
     started = time.perf_counter()
     bar = Progress(f"annotate@{run}", total, "docs", logger=log)

@@ -21,6 +21,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -166,12 +167,14 @@ class StageTask:
             return results
         spec = CURRENT_RUNNER.get()
         workers = max_workers or spec.workers
-        if workers <= 1 or len(calls) <= 1:
+        if not spec.address and (workers <= 1 or len(calls) <= 1):
             for i, kw in enumerate(calls):
                 results[i] = self._call_local(**kw)
                 if on_done:
                     on_done(i, results[i])
             return results
+        if spec.address:
+            return self._map_on_dask(spec, calls, results, on_done)
         if spec.kind == "threads":
             pool: Executor = ThreadPoolExecutor(max_workers=workers)
         else:  # processes / dask: separate interpreters, so CPU-bound Python scales
@@ -201,6 +204,44 @@ class StageTask:
                     on_done(i, results[i])
         return results
 
+    def _map_on_dask(
+        self,
+        spec: Runner,
+        calls: list[dict[str, Any]],
+        results: list[Any],
+        on_done: Callable[[int, Any], None] | None,
+    ) -> list[Any]:
+        """map_kwargs on the running Dask cluster at spec.address (local mode). A worker that
+        dies takes its running calls with it; the scheduler gives them to another worker."""
+        from distributed import as_completed as dask_completed
+
+        run_id = uuid.uuid4().hex[:8]
+        with spec.dask_client() as client:
+            futures = {
+                client.submit(
+                    _call_with_retries,
+                    self.fn,
+                    self.name,
+                    self.retries,
+                    self.retry_delay_seconds,
+                    self.retry_if,
+                    kw,
+                    key=f"{self.name}-{run_id}-{i}",  # named on the dashboard
+                    pure=False,
+                ): i
+                for i, kw in enumerate(calls)
+            }
+            for fut in dask_completed(list(futures), loop=client.loop):
+                i = futures[fut]
+                try:
+                    results[i] = fut.result()
+                except BaseException:
+                    client.cancel(list(futures))  # fail fast, as on the local pools
+                    raise
+                if on_done:
+                    on_done(i, results[i])
+        return results
+
 
 def _call_with_retries(
     fn: Callable[..., Any],
@@ -213,6 +254,31 @@ def _call_with_retries(
     """Module-level (picklable) twin of StageTask._call_local for process pools."""
     task_ = StageTask(fn, name=name, retries=retries, retry_delay_seconds=delay, retry_if=retry_if)
     return task_._call_local(**kwargs)
+
+
+def _checkout_root() -> str:
+    """On a Dask worker: the checkout it imports the project from."""
+    from tasks.core.config import REPO_ROOT
+
+    return str(REPO_ROOT)
+
+
+def _tcp_problem(address: str | None) -> str | None:
+    """Why a tcp:// (or schemeless host:port) address cannot be connected to at all, found
+    at once (a refused port, an unknown host) instead of after Dask's connect timeout."""
+    import socket
+
+    scheme, _, location = str(address).rpartition("://")
+    if scheme not in ("", "tcp"):
+        return None  # tls, ucx, inproc: Dask's own connect says
+    host, sep, port = location.rpartition(":")
+    if not sep or not port.isdigit():
+        return "expected tcp://host:port"
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), DASK_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    return None
 
 
 def _prefect_retry_condition(retry_if: Callable[[BaseException], bool] | None) -> Any:
@@ -237,19 +303,35 @@ def task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     return StageTask(fn, **options)
 
 
+# How long joining a running Dask scheduler may take before the stage says it is unreachable.
+DASK_CONNECT_TIMEOUT_S = 10.0
+
+
 @dataclass(frozen=True)
 class Runner:
     """Where a flow's mapped tasks run: threads (I/O, GIL-releasing work), processes (local
-    CPU-bound Python) or dask (Prefect's DaskTaskRunner; a local process pool without Prefect)."""
+    CPU-bound Python) or dask (Prefect's DaskTaskRunner; a local process pool without Prefect).
+
+    dask with an `address`: the running Dask scheduler there, orchestrated or not (its workers
+    set the parallelism; `workers` is not used). `address_setting` names where the address
+    came from, for the error when the scheduler does not answer."""
 
     kind: str = "threads"
     workers: int = 4
+    address: str | None = None
+    address_setting: str = "dask address"
 
     def __post_init__(self) -> None:
         if self.kind not in {"threads", "processes", "dask"}:
             raise ValueError(f"task runner {self.kind!r}: expected threads, processes or dask")
         if self.workers < 1:
             raise ValueError(f"task runner workers must be >= 1, got {self.workers}")
+        if self.address is not None and self.kind != "dask":
+            raise ValueError(f"task runner {self.kind!r}: a scheduler address needs dask")
+
+    def __str__(self) -> str:
+        """How the stage logs it: `processes x2`, `dask at tcp://10.0.0.5:8786`."""
+        return f"dask at {self.address}" if self.address else f"{self.kind} x{self.workers}"
 
     def prefect_task_runner(self) -> Any:
         if self.kind == "threads":
@@ -258,7 +340,55 @@ class Runner:
             return ThreadPoolTaskRunner(max_workers=self.workers)
         from prefect_dask import DaskTaskRunner
 
+        if self.address:
+            return DaskTaskRunner(address=self.address)
         return DaskTaskRunner(cluster_kwargs=self.dask_cluster_kwargs())
+
+    def dask_client(self) -> Any:
+        """A distributed.Client of the scheduler at `address`, or CorefreproError naming
+        `address_setting` and the address: one line, within DASK_CONNECT_TIMEOUT_S (a refused
+        or unresolvable address at once)."""
+        from distributed import Client
+
+        from tasks.core.errors import CorefreproError
+
+        problem = _tcp_problem(self.address)
+        if problem is None:
+            try:
+                return Client(self.address, timeout=DASK_CONNECT_TIMEOUT_S, set_as_default=False)
+            except (OSError, TimeoutError, ValueError, TypeError) as exc:
+                problem = str(exc) or type(exc).__name__
+        raise CorefreproError(
+            f"{self.address_setting}: no Dask scheduler answers at {self.address} ({problem})"
+        )
+
+    def check_cluster(self) -> None:
+        """Before any work: the scheduler answers, and its workers run this checkout (they
+        import the project's code and read and write its data/ -- the same path on a shared
+        filesystem). A worker that joins later is not checked."""
+        from tasks.core.config import REPO_ROOT
+        from tasks.core.errors import CorefreproError
+
+        with self.dask_client() as client:
+            try:
+                roots = client.run(_checkout_root)
+            except Exception as exc:  # noqa: BLE001 - a worker that cannot import the project
+                raise CorefreproError(
+                    f"{self.address_setting}: the workers of {self.address} cannot run this "
+                    f"project's code ({exc}); start them in the checkout "
+                    f"with it on the path: cd {REPO_ROOT} && PYTHONPATH=. dask worker "
+                    f"{self.address}"
+                ) from None
+        if not roots:
+            log.warning("%s: the scheduler has no workers yet; tasks wait for one", self.address)
+        other = {w: r for w, r in roots.items() if r != str(REPO_ROOT)}
+        if other:
+            worker, root = sorted(other.items())[0]
+            raise CorefreproError(
+                f"{self.address_setting}: worker {worker} of {self.address} runs the checkout "
+                f"at {root}, this stage {REPO_ROOT} ({len(other)} of {len(roots)} workers); "
+                "workers must run this checkout (its code, params.yaml and data/)"
+            )
 
     def dask_cluster_kwargs(self) -> dict[str, Any]:
         """LocalCluster settings: the scheduler and its dashboard on the loopback interface
@@ -314,6 +444,8 @@ class StageFlow:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         setup_logging()
         spec = self.runner if isinstance(self.runner, Runner) else self.runner(*args, **kwargs)
+        if spec.address:
+            spec.check_cluster()  # an unreachable scheduler: one line, before any work
         token = CURRENT_RUNNER.set(spec)
         try:
             with one_at_a_time(self._item_name(*args, **kwargs)):

@@ -4,6 +4,7 @@ them too and should not depend on the annotation code."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,6 +32,9 @@ class AnnotateSettings:
     batch_size: int = bounded(16, ge=1)  # documents per annotator call
     executor: Literal["threads", "processes", "dask"] = "threads"
     workers: int = bounded(2, ge=1)
+    # a running Dask scheduler (tcp://host:port) to join instead of starting a LocalCluster;
+    # executor dask only. null: DASK_SCHEDULER_ADDRESS if set, else a local cluster
+    dask_address: str | None = None
     cache_dir: str = "data/cache/annotate"  # finished shards of an interrupted run
     score_split: Literal["train", "dev", "test"] = "dev"
     annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -41,6 +45,13 @@ class AnnotateSettings:
         bad = []
         for name in set(self.runs) & set(self.model_runs):
             bad.append(f"{path}: run '{name}' is in both annotate.runs and model_runs")
+        if self.dask_address is not None and not self.dask_address.strip():
+            bad.append(f"{path}.dask_address: empty; null starts a local cluster")
+        elif self.dask_address is not None and self.executor != "dask":
+            bad.append(
+                f"{path}.dask_address: {self.dask_address!r} is a Dask scheduler, but "
+                f"{path}.executor is {self.executor!r} (set it to dask, or dask_address: null)"
+            )
         if bad:
             raise ConfigError(bad)
 
@@ -48,6 +59,26 @@ class AnnotateSettings:
 def settings() -> dict[str, Any]:
     """The annotate section, parsed strictly, as plain values."""
     return settings_to_dict(parse_settings(AnnotateSettings, params("annotate"), "annotate"))
+
+
+# Dask's own variable for the scheduler to join; annotate.dask_address, when set, wins over it
+DASK_ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"
+
+
+def dask_address(cfg: dict[str, Any] | None = None) -> tuple[str | None, str]:
+    """(the running Dask scheduler the annotate stage joins, the setting that named it), or
+    (None, ...) for a LocalCluster. Only with executor dask: annotate.dask_address when set,
+    else the environment's DASK_SCHEDULER_ADDRESS (params.yaml is the more specific of the
+    two: the variable may be set for other Dask work in the same shell)."""
+    cfg = settings() if cfg is None else cfg
+    if cfg.get("executor") != "dask":
+        return None, ""
+    if cfg.get("dask_address"):
+        return str(cfg["dask_address"]).strip(), "annotate.dask_address"
+    env = os.environ.get(DASK_ADDRESS_ENV, "").strip()
+    if env:
+        return env, f"{DASK_ADDRESS_ENV} (annotate.dask_address is null)"
+    return None, ""
 
 
 def run_settings(run: str) -> dict[str, Any]:

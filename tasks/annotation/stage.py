@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -119,27 +120,36 @@ def plan(run: str) -> Plan:
     return Plan(run, corpus, name, fingerprint, shards)
 
 
-@cache
-def _annotator(name: str, cfg_json: str) -> Any:
+# Worker-process caches, keyed by what makes their content: a worker of a running Dask
+# cluster outlives the stage, and must not serve the next run a table read before the corpus
+# was normalized again, or a model loaded before it was retrained (the fingerprint covers the
+# inputs, settings and checkpoint). Small bounds: a long-lived worker serves many runs.
+@lru_cache(maxsize=2)
+def _annotator(name: str, cfg_json: str, fingerprint: str) -> Any:
     """One annotator per worker process (models load once, not once per shard)."""
     return annotators.get(name, json.loads(cfg_json))
 
 
-@cache
-def _table(path: str) -> pa.Table:
+def _stamp(path: Path | str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=8)
+def _table(path: str, stamp: tuple[int, int]) -> pa.Table:
     """Input tables are read once per worker process, not once per shard."""
     return pq.read_table(path)
 
 
 def _rows(path: Path, column: str, ids: list[str]) -> pa.Table:
-    table = _table(str(path))
+    table = _table(str(path), _stamp(path))
     return table.filter(pc.is_in(table.column(column), value_set=pa.array(ids, pa.string())))
 
 
-@cache
-def _gold(path: str) -> pa.Table:
+@lru_cache(maxsize=4)
+def _gold(path: str, stamp: tuple[int, int]) -> pa.Table:
     """Human coreference of a corpus (annotator "gold"; machine-made corpus mentions excluded)."""
-    table = _table(path)
+    table = _table(path, stamp)
     return table.filter(pc.equal(table.column("annotator"), "gold"))
 
 
@@ -154,8 +164,10 @@ def annotate_shard(run: str, shard: int, doc_ids: list[str], fingerprint: str) -
     documents = _rows(source / f"{DOCUMENTS}.parquet", "doc_id", doc_ids)
     items = _rows(source / f"{ITEMS}.parquet", "doc_id", doc_ids)
     # the whole gold table, so "this corpus has gold" does not depend on the shard
-    gold = _gold(str(source / f"{MENTIONS}.parquet"))
-    annotator = _annotator(p.annotator, json.dumps(annotator_settings(run), sort_keys=True))
+    gold_path = source / f"{MENTIONS}.parquet"
+    gold = _gold(str(gold_path), _stamp(gold_path))
+    cfg_json = json.dumps(annotator_settings(run), sort_keys=True)
+    annotator = _annotator(p.annotator, cfg_json, fingerprint)
     mention_rows, query_rows, report = annotate_documents(
         annotator, documents, items, gold, batch_size=int(settings().get("batch_size", 16))
     )
