@@ -181,15 +181,7 @@ class StageTask:
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
         with pool:
             futures = {
-                pool.submit(
-                    _call_with_retries,
-                    self.fn,
-                    self.name,
-                    self.retries,
-                    self.retry_delay_seconds,
-                    self.retry_if,
-                    kw,
-                ): i
+                pool.submit(_call_with_retries, *self._retry_args(), kw): i
                 for i, kw in enumerate(calls)
             }
             for fut in as_completed(futures):
@@ -203,6 +195,10 @@ class StageTask:
                 if on_done:
                     on_done(i, results[i])
         return results
+
+    def _retry_args(self) -> tuple[Any, ...]:
+        """_call_with_retries' leading arguments for this task (local pools and Dask alike)."""
+        return self.fn, self.name, self.retries, self.retry_delay_seconds, self.retry_if
 
     def _map_on_dask(
         self,
@@ -220,11 +216,7 @@ class StageTask:
             futures = {
                 client.submit(
                     _call_with_retries,
-                    self.fn,
-                    self.name,
-                    self.retries,
-                    self.retry_delay_seconds,
-                    self.retry_if,
+                    *self._retry_args(),
                     kw,
                     key=f"{self.name}-{run_id}-{i}",  # named on the dashboard
                     pure=False,
