@@ -4,9 +4,10 @@ one training loop (tasks/training/loop.py): LMRecipe is this family's part of it
 Protocol (Ji et al. 2017, papers/000 §3, §5.1):
 - both models maximise the log-likelihood of the training documents (EntityNLM: Eq. 9, the joint
   of X, R, E, L; the proposal Q(R, E, L | X) is trained alongside on the same annotation, its
-  negative log-likelihood added to the loss; RNNLM: the words), Adam with lr 1e-3 (one of the
-  paper's two optimizers), dropout, gradients clipped. The proposal is a separate model in
-  the paper (§5.1 "Proposal distribution"): it has its own Adam parameter group and its own
+  negative log-likelihood added to the loss; RNNLM: the words), Adam (lr 1e-3) or AdaGrad
+  (lr 0.1), §5.1's two candidate optimizers (`train.optimizer`), dropout, gradients clipped.
+  The proposal is a separate model in
+  the paper (§5.1 "Proposal distribution"): it has its own parameter group and its own
   gradient-norm clip (`train.clip_scope: per_model`), so its gradients never scale
   EntityNLM's; `joint` is the earlier single clip over both;
 - model selection on DEV: EntityNLM by the joint perplexity 2^(-1/T sum log P(X, R, E, L)) (§5.1
@@ -96,6 +97,8 @@ class TrainSettings(LoopSettings):
 
     epochs: int = 3
     patience: int | None = None
+    # §5.1's two candidate optimizers: Adam (lr 0.001) and AdaGrad (lr 0.1); `lr` is either's
+    optimizer: Literal["adam", "adagrad"] = "adam"
     lr: float = bounded(1e-3, gt=0)
     batch_tokens: int = bounded(2048, ge=1)  # padded words per training batch
     threads: int | None = bounded(1, ge=1)
@@ -236,11 +239,13 @@ class LMRecipe:
         return [self.model]
 
     def optimizer(self):
-        """Adam with one parameter group per model (`parts`). torch's Adam keeps its moments
-        and step count per tensor, so each group's state is that model's own: the same
-        updates as one Adam per model, in the one optimizer object the loop steps."""
+        """Adam or AdaGrad (§5.1's candidates, `train.optimizer`) with one parameter group per
+        model (`parts`). torch keeps both optimizers' state per tensor, so each group's state is
+        that model's own: the same updates as one optimizer per model, in the one optimizer
+        object the loop steps."""
         groups = [{"params": list(m.parameters())} for m in self.parts()]
-        return torch.optim.Adam(groups, lr=self.tcfg.lr), None
+        kind = {"adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad}[self.tcfg.optimizer]
+        return kind(groups, lr=self.tcfg.lr), None
 
     def clip_gradients(self, clip: float) -> None:
         """The loop's clip (tasks/training/loop.py): each model's gradient norm to `clip`

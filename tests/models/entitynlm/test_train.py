@@ -14,11 +14,12 @@ from tasks.core.settings import ConfigError, parse_settings
 from tests.models.entitynlm.test_stage import _splits
 
 
-def _recipe(clip_scope: str) -> train.LMRecipe:
+def _recipe(clip_scope: str, optimizer: str = "adam", lr: float = 1e-3) -> train.LMRecipe:
     splits = _splits()
     vocab = Vocab.build(splits["train"])
     mcfg = train.ModelSettings(embed_dim=8, hidden_size=8, l_max=3, min_count=1)
-    tcfg = train.TrainSettings(batch_tokens=64, threads=1, device="cpu", clip_scope=clip_scope)
+    tcfg = train.TrainSettings(batch_tokens=64, threads=1, device="cpu", clip_scope=clip_scope,
+                               optimizer=optimizer, lr=lr)  # fmt: skip
     torch.manual_seed(0)
     return train.LMRecipe("entitynlm", splits, vocab, mcfg, tcfg)
 
@@ -38,8 +39,9 @@ def _norm(module: torch.nn.Module) -> float:
     return float(torch.sqrt(sum((p.grad**2).sum() for p in module.parameters())))
 
 
-def test_each_model_has_its_own_adam_group_covering_exactly_its_parameters():
-    recipe = _recipe("per_model")
+@pytest.mark.parametrize("kind", ["adam", "adagrad"])
+def test_each_model_has_its_own_group_covering_exactly_its_parameters(kind):
+    recipe = _recipe("per_model", kind)
     optimizer, _ = recipe.optimizer()
     groups = [{id(p) for p in g["params"]} for g in optimizer.param_groups]
     assert groups == [{id(p) for p in recipe.model.lm.parameters()},
@@ -50,7 +52,31 @@ def test_each_model_has_its_own_adam_group_covering_exactly_its_parameters():
         p.grad = torch.ones_like(p)
     optimizer.step()
     assert all(torch.equal(a, b) for a, b in zip(before, recipe.model.lm.parameters(), strict=True))
-    assert not any(p in optimizer.state for p in recipe.model.lm.parameters())
+    # Adam makes its moments at the first step, AdaGrad its sums up front: none has moved
+    untouched = [all(not torch.is_tensor(v) or not v.any() for v in optimizer.state[p].values())
+                 for p in recipe.model.lm.parameters()]  # fmt: skip
+    assert all(untouched)
+
+
+def test_adagrad_takes_the_papers_first_step():
+    """§5.1's AdaGrad at lr 0.1: the first step moves every weight by lr * g / (|g| + eps),
+    i.e. by 0.1 against the gradient's sign, whatever its size (Adam's first step is lr too,
+    so the step after it tells them apart: AdaGrad's shrinks by 1/sqrt(2))."""
+    recipe = _recipe("per_model", "adagrad", lr=0.1)
+    optimizer, _ = recipe.optimizer()
+    assert isinstance(optimizer, torch.optim.Adagrad)
+    weight = next(recipe.model.lm.parameters())
+    start = weight.detach().clone()
+    for _ in range(2):
+        for p in recipe.model.parameters():
+            p.grad = torch.full_like(p, 3.0)
+        optimizer.step()
+    assert torch.allclose(start - weight.detach(), torch.full_like(start, 0.1 * (1 + 2**-0.5)))
+
+
+def test_an_unknown_optimizer_is_refused_naming_the_setting():
+    with pytest.raises(ConfigError, match="optimizer"):
+        parse_settings(train.TrainSettings, {"optimizer": "sgd"}, "train_entitynlm.train")
 
 
 def test_the_proposals_gradient_does_not_shrink_entitynlms_clip():
