@@ -238,3 +238,27 @@ def test_interrupted_annotation_resumes_from_finished_shards(fresh_repo):
     assert f"annotate@{run}: {docs}/{docs} docs (" in proc.stderr  # the closing progress line
     assert out.read_bytes() == before  # same bytes as the uninterrupted run
     assert not any((repo / "data" / "cache" / "annotate" / run).iterdir())  # cache cleared
+
+
+def test_a_team_shares_the_trained_pipeline_through_a_dvc_remote(fresh_repo, tmp_path):
+    """#29.5: `dvc push` to a remote, a fresh `git clone` elsewhere, `dvc pull`: every output
+    (data, checkpoints, figures) arrives and `dvc repro` there has nothing to do. The remote is
+    a local path here; S3/GCS only change its URL (README "A team's DVC remote")."""
+    repo, env = fresh_repo
+    store = tmp_path / "team-store"
+    dvc = [sys.executable, "-m", "dvc"]
+    # --local: the test's remote stays out of the committed .dvc/config (a team commits theirs)
+    run_ok([*dvc, "remote", "add", "--local", "--default", "team", str(store)], repo, env)
+    run_ok([*dvc, "push"], repo, env)
+    assert any(store.rglob("*")), "dvc push sent nothing"
+    clone = tmp_path / "colleague"
+    run_ok(["git", "clone", "-q", str(repo), str(clone)], tmp_path, env)
+    assert not (clone / "data").exists()  # git carries no DVC output
+    run_ok([*dvc, "remote", "add", "--local", "--default", "team", str(store)], clone, env)
+    run_ok([*dvc, "pull"], clone, env)
+    assert json.loads(run_ok([*dvc, "status", "--json"], clone, env)) == {}
+    again = run_ok([*dvc, "repro"], clone, env)
+    assert "Data and pipelines are up to date." in again and "Running stage" not in again
+    assert _digests(clone) == _digests(repo)
+    checkpoint = Path("artifacts/train_coref/asl/seed1/best.pt")
+    assert (clone / checkpoint).read_bytes() == (repo / checkpoint).read_bytes()
