@@ -48,7 +48,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from models.sequences import reverse_padded
+from models.sequences import reverse_padded, run_recurrent
 from tasks.core.settings import bounded
 
 ENCODERS = ("baseline", "lsl", "asl")
@@ -321,7 +321,7 @@ def _run_lstm(
 ) -> tuple[Tensor, Tensor]:
     """A packed BiLSTM over padded sentences: (outputs [S, L, 2H], final h [2, S, H])."""
     packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-    out, (h_n, _) = lstm(packed, state)
+    out, (h_n, _) = run_recurrent(lstm, packed, state)
     out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
     return out, h_n
 

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -122,7 +122,6 @@ class CorefTrain(LoopSettings):
     clip: float = 5.0  # max gradient norm
     max_sentences: int = bounded(40, ge=1)  # training crop (L&G §4.1)
     exclude_singletons: bool = True  # CoNLL-2012 scoring convention
-    amp_dtype: Literal["bfloat16", "float16"] = "float16"
     resume: bool = True  # continue from <out_dir>/last.pt when its fingerprint matches
     max_steps_per_epoch: int | None = bounded(
         None, ge=1

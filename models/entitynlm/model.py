@@ -59,6 +59,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.entitynlm.data import Batch
+from models.sequences import run_recurrent
 
 NEG = -1e9  # masked logits (finite: keeps 0 * masked out of NaN)
 LSTM_SCOPES = ("sentence", "document")
@@ -165,7 +166,10 @@ def run_lstm(lstm: nn.LSTM, emb, mask, sent_start, bos, sentence: bool, post=Non
     seq = seq.index_put((seg[mask], pos[mask] + k), emb[mask])
     # a left-to-right LSTM's outputs at a sentence's words do not depend on the padding after
     # them: unpacked is exact there, and on CPU several times faster than packed short rows
-    out = _packed(lstm, seq, (lengths + k).cpu()) if lstm.bidirectional else lstm(seq)[0]
+    if lstm.bidirectional:
+        out = _packed(lstm, seq, (lengths + k).cpu())
+    else:
+        out = run_recurrent(lstm, seq)[0]
     out = post(out)
     return out[seg, pos], out[seg, pos + k]
 
@@ -173,7 +177,7 @@ def run_lstm(lstm: nn.LSTM, emb, mask, sent_start, bos, sentence: bool, post=Non
 def _packed(lstm, seq, lengths):
     packed = nn.utils.rnn.pack_padded_sequence(seq, lengths, batch_first=True,
                                                enforce_sorted=False)  # fmt: skip
-    out, _ = lstm(packed)
+    out, _ = run_recurrent(lstm, packed)
     return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=seq.size(1))[0]
 
 

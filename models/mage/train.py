@@ -128,8 +128,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "seed": 1,
     "pool_batches": 20,  # length-bucketing pool (models.mage.data.batch_order)
     "device": "auto",  # auto | cpu | cuda
-    "amp": True,  # autocast on CUDA
-    "amp_dtype": "bfloat16",  # or float16 (with a GradScaler)
+    "precision": "auto",  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     "threads": None,  # torch intra-op threads on CPU (None: leave as is)
     "log_every_s": 60.0,  # in-epoch progress lines for long epochs
     **DATA_DEFAULTS,  # data settings (models.mage.data)

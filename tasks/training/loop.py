@@ -2,7 +2,7 @@
 
 A family supplies a `Recipe` (its model, optimizer, training batches, loss, evaluation and
 selection rule); the loop owns everything the families share: device and precision (CUDA with
-autocast, else CPU in float32), intra-op threads, gradient clipping, the epoch loop with
+bf16 autocast, else CPU in float32, or `precision` bf16/fp16/fp32 on either), intra-op threads, gradient clipping, the epoch loop with
 early stopping and a time budget, best-on-dev selection, atomic checkpoints (best.pt, and
 last.pt for resuming), one MLflow point per epoch, progress on a terminal and one log line per
 epoch. Model selection reads the DEV split only; the test split is the family's business after
@@ -55,7 +55,8 @@ log = logging.getLogger("corefrepro.training")
 
 BEST, LAST, HISTORY = "best.pt", "last.pt", "history.json"
 # settings that change how fast or how visibly a run goes, not what it learns
-RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "amp", "max_time_s")
+# (precision, like device: a run may resume on a GPU or in bf16)
+RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "precision", "max_time_s")
 
 
 @dataclass
@@ -70,8 +71,10 @@ class LoopSettings:
     accumulate: int = bounded(1, ge=1)  # batches per optimizer step (gradient accumulation):
     # an effective batch of accumulate x the family's batch size in the memory of one batch
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    amp: bool = True  # autocast on CUDA
-    amp_dtype: Literal["bfloat16", "float16"] = "bfloat16"  # float16 adds a GradScaler
+    # auto: bf16 autocast on CUDA, float32 on CPU; bf16 / fp16: autocast on either device
+    # (fp16 adds a GradScaler); fp32: none. Recurrent layers stay float32 on the CPU
+    # (models/sequences.py run_recurrent)
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     threads: int | None = bounded(None, ge=1)  # torch intra-op threads (None: leave as is)
     log_every_s: float = bounded(60.0, ge=0)  # in-epoch progress lines when not on a terminal
     resume: bool = False  # continue from last.pt when its fingerprint matches
@@ -109,7 +112,9 @@ class Recipe(Protocol):
 
 @dataclass
 class Precision:
-    """Device and autocast: bfloat16/float16 on CUDA when amp is on, float32 on CPU."""
+    """Device and autocast (`precision`): auto is bfloat16 on CUDA and float32 on the CPU,
+    whose bf16 matmuls are emulated without avx512_bf16/AMX; bf16 and fp16 ask for autocast
+    on either device (torch.autocast("cpu", ...) included), fp32 for none."""
 
     device: torch.device
     enabled: bool
@@ -118,8 +123,11 @@ class Precision:
     @classmethod
     def choose(cls, settings: LoopSettings) -> Precision:
         device = pick_device(settings.device)
-        dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[settings.amp_dtype]
-        return cls(device, bool(settings.amp) and device.type == "cuda", dtype)
+        mode = settings.precision
+        if mode == "auto":
+            mode = "bf16" if device.type == "cuda" else "fp32"
+        dtype = torch.float16 if mode == "fp16" else torch.bfloat16
+        return cls(device, mode != "fp32", dtype)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.enabled)
