@@ -544,12 +544,17 @@ def one_at_a_time(item: str) -> Iterator[None]:
     """Hold the lock of one stage item (data/.tmp/locks/<item>.lock) while it runs: a second
     process of the same item (two `flows.annotate --run x` at once) says so in one line and
     waits, instead of removing or reading the first one's half-made files. Locks of other
-    items, and of other stages, do not wait for each other."""
+    items, and of other stages, do not wait for each other. torchrun's other processes of
+    the same run take no lock (waiting for RANK 0's would deadlock its first all-reduce)."""
     from filelock import FileLock, Timeout
 
     from tasks.core.config import resolve_path
     from tasks.core.layout import temp_dir
+    from tasks.core.storage import secondary_process
 
+    if secondary_process():  # torchrun's RANK 0 holds it for the processes of its run
+        yield
+        return
     folder = temp_dir(resolve_path("data")) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(folder / f"{item.replace(os.sep, '_')}.lock")
@@ -585,3 +590,31 @@ def run_cli(entry: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except CorefreproError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def torchrun(module: str, nproc_setting: Callable[[], int], argv: list[str] | None = None) -> bool:
+    """Run training stage `module` as torchrun's processes on this machine when its
+    train.nproc (`nproc_setting()`, read here so a bad setting fails as one line) is > 1 (data-parallel: tasks/training/distributed.py), and return True once they
+    have finished; False where this process trains itself (nproc 1, or it already is one of
+    torchrun's: several machines start `torchrun --nnodes N --node-rank K --rdzv-endpoint
+    HOST:PORT -m flows.train_<family> ...` themselves, README). The processes run their flow
+    as plain Python (COREFREPRO_ORCHESTRATION=local): one Prefect flow run per process would
+    show N runs of one stage."""
+    if "LOCAL_RANK" in os.environ:
+        return False
+    nproc = int(nproc_setting())
+    if nproc <= 1:
+        return False
+    import subprocess
+
+    from tasks.core.errors import CorefreproError
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc-per-node", str(nproc), "-m", module, *args]  # fmt: skip
+    log.info("%s: %d data-parallel processes: %s", module, nproc, " ".join(command[1:]))
+    code = subprocess.run(command, env={**os.environ, MODE_ENV: "local"}).returncode
+    if code:
+        raise CorefreproError(f"{module}: torchrun's {nproc} processes failed (exit {code}; "
+                              "the first failing process's error is above)")  # fmt: skip
+    return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from flows.runtime import flow, run_cli, task
+from flows.runtime import flow, run_cli, task, torchrun
 from models.coref import train as stage
 from models.coref.data import load_splits
 from tasks.core.storage import write_metrics
@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder", required=True, choices=("baseline", "lsl", "asl"))
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
-    run_cli(train_coref, args.encoder, args.seed)
+    if not run_cli(
+        torchrun, "flows.train_coref", lambda: stage.settings().train.get("nproc", 1), argv
+    ):
+        run_cli(train_coref, args.encoder, args.seed)
 
 
 if __name__ == "__main__":

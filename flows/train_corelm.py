@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from flows.runtime import flow, run_cli, task
+from flows.runtime import flow, run_cli, task, torchrun
 from models.corelm import train as stage
 
 run_model = task(
@@ -30,7 +30,9 @@ def train_corelm(model: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, choices=stage.MODELS)
-    run_cli(train_corelm, parser.parse_args(argv).model)
+    model = parser.parse_args(argv).model
+    if not run_cli(torchrun, "flows.train_corelm", lambda: stage.settings().train.nproc, argv):
+        run_cli(train_corelm, model)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from flows.runtime import flow, run_cli, task
+from flows.runtime import flow, run_cli, task, torchrun
 from models.entitynlm import ngram
 from models.entitynlm import train as stage
 from tasks.core.storage import write_metrics
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", required=True, choices=[*stage.MODELS, ngram.ITEM])
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
-    run_cli(train_entitynlm, args.model, args.seed)
+    if not run_cli(torchrun, "flows.train_entitynlm", lambda: stage.settings().train.nproc, argv):
+        run_cli(train_entitynlm, args.model, args.seed)
 
 
 if __name__ == "__main__":

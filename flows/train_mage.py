@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from flows.runtime import Runner, flow, run_cli, task
+from flows.runtime import Runner, flow, run_cli, task, torchrun
 from models.mage import train as stage
 
 
@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else None
-    run_cli(collect_mage if args.collect else train_mage, args.model, args.task, seeds)
+    nproc = (lambda: 1) if args.collect else (lambda: stage.settings().train.get("nproc", 1))
+    if not run_cli(torchrun, "flows.train_mage", nproc, argv):
+        run_cli(collect_mage if args.collect else train_mage, args.model, args.task, seeds)
 
 
 if __name__ == "__main__":

@@ -66,13 +66,21 @@ def _disk_errors_named(target: Path) -> Iterator[None]:
         ) from None
 
 
+def secondary_process() -> bool:
+    """One of torchrun's processes other than RANK 0 (tasks/training/distributed.py): it
+    computes what RANK 0 computes, and its writes are dropped, so every output, checkpoint and
+    metrics file is written once, by RANK 0."""
+    return int(os.environ.get("RANK") or 0) > 0
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path; rename it onto *target* on success only.
 
     A target outside the data roots (tasks.core.layout.write_roots) is refused. The temporary
     lives in <root>/.tmp/, outside every DVC output: a process killed mid-write leaves no
-    `.<name>.*.tmp` inside an output directory for DVC to commit."""
+    `.<name>.*.tmp` inside an output directory for DVC to commit. In a secondary process
+    (secondary_process) the temporary is dropped."""
     target, root = check_write_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".tmp", dir=temp_dir(root))
@@ -81,7 +89,8 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     try:
         with _disk_errors_named(target):
             yield tmp_path
-            os.replace(tmp_path, target)
+            if not secondary_process():
+                os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -101,6 +110,8 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     try:
         with _disk_errors_named(target):
             yield tmp
+        if secondary_process():
+            return
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".old", dir=staging))
             os.replace(target, old / target.name)

@@ -33,6 +33,7 @@ from typing import Any
 from tasks.core import numerics
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.settings import bounded, parse_settings
+from tasks.core.storage import secondary_process
 
 log = logging.getLogger("corefrepro.tracking")
 
@@ -424,7 +425,10 @@ def tracked_run(
     """
     run_name, all_tags = _run_name_tags(stage, item, dataset, seed, tags)
     _tracking_failed.value = False
-    opened, run = _retry(f"open run {run_name}", lambda: _open(stage, run_name, all_tags))
+    if secondary_process():  # torchrun's RANK 0 tracks the run
+        opened, run = False, None
+    else:
+        opened, run = _retry(f"open run {run_name}", lambda: _open(stage, run_name, all_tags))
     if not opened:
         _tracking_failed.value = True
         try:
@@ -472,7 +476,11 @@ def tracked_runs(stage: str, runs: list[Mapping[str, Any]]) -> Iterator[list[str
             ids.append(run.info.run_id)
         return ids
 
-    opened, ids = _retry(f"open {len(runs)} runs of {stage}", open_all)
+    opened, ids = (
+        (False, None)
+        if secondary_process()
+        else _retry(f"open {len(runs)} runs of {stage}", open_all)
+    )
     if not opened:
         yield None
         return

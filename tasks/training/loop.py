@@ -50,13 +50,16 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import bounded
 from tasks.core.storage import write_metrics
 from tasks.core.tracking import log_checkpoint
+from tasks.training import distributed
 
 log = logging.getLogger("corefrepro.training")
 
 BEST, LAST, HISTORY = "best.pt", "last.pt", "history.json"
 # settings that change how fast or how visibly a run goes, not what it learns
-# (precision, like device: a run may resume on a GPU or in bf16)
-RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "precision", "max_time_s")
+# (precision, like device: a run may resume on a GPU or in bf16; nproc: the processes share
+# each step's batches, so the result does not depend on their number)
+RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "precision", "max_time_s",
+            "nproc")  # fmt: skip
 
 
 @dataclass
@@ -76,6 +79,9 @@ class LoopSettings:
     # (models/sequences.py run_recurrent)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     threads: int | None = bounded(None, ge=1)  # torch intra-op threads (None: leave as is)
+    # data-parallel processes (torchrun --nproc-per-node): they deal out each optimizer
+    # step's `accumulate` batches, so accumulate must be a multiple (distributed.py)
+    nproc: int = bounded(1, ge=1)
     log_every_s: float = bounded(60.0, ge=0)  # in-epoch progress lines when not on a terminal
     resume: bool = False  # continue from last.pt when its fingerprint matches
     seed: int = 1
@@ -230,9 +236,10 @@ def _add(sums: dict[str, float], stats: Mapping[str, float]) -> None:
         sums[key] = sums.get(key, 0.0) + value
 
 
-def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, settings, name):
+def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, settings, name,
+                 ranks: distributed.Ranks):  # fmt: skip
     """One pass over the training batches; returns the summed step statistics (per lane for
-    a recipe with lanes: a list, else one dict)."""
+    a recipe with lanes: a list, else one dict), over every process."""
     recipe.model.train()
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = {}
@@ -242,28 +249,34 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
     batches = _progress(recipe.batches(epoch), f"{name} epoch {epoch}", total)
     optimizer.zero_grad(set_to_none=True)
     pending = 0  # batches whose gradients wait for the optimizer step
+    b = 0
     for b, batch in enumerate(batches, 1):
-        with precision.autocast():
-            out = recipe.step(batch, precision.device)
-        if out.loss is not None:
-            scaler.scale(out.loss / settings.accumulate).backward()
-            pending += 1
-        if pending == settings.accumulate:
-            _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)
+        if ranks.mine(b - 1):  # one process: every batch; N: every N-th (distributed.py)
+            with precision.autocast():
+                out = recipe.step(batch, precision.device)
+            if out.loss is not None:
+                scaler.scale(out.loss / settings.accumulate).backward()
+                pending += 1
+            _add(sums, out.stats)
+            for lane, stats in zip(lane_sums, out.lane_stats or [], strict=False):
+                _add(lane, stats)
+                _add(sums, stats)
+        if b % settings.accumulate == 0:  # a group of `accumulate` batches: one step
+            if distributed.all_reduce_gradients(params, pending, ranks):
+                _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)
             pending = 0
-        _add(sums, out.stats)
-        for lane, stats in zip(lane_sums, out.lane_stats or [], strict=False):
-            _add(lane, stats)
-            _add(sums, stats)
         now = time.perf_counter()
         if settings.log_every_s and now - last_log >= settings.log_every_s:
             last_log = now
             loss = sums.get("loss_sum", 0.0) / max(sums.get("loss_n", 0.0), 1.0)
             log.info("  %s epoch %d: batch %d, train loss %.4f (%.0f s)", name, epoch, b, loss,
                      now - started)  # fmt: skip
-    if pending:  # the epoch's last, shorter group
-        _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)
-    return lane_sums if lane_sums else sums
+    if b % settings.accumulate and distributed.all_reduce_gradients(params, pending, ranks):
+        _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)  # the
+        # epoch's last, shorter group
+    if lane_sums:
+        return [distributed.merge_sums(lane, ranks) for lane in lane_sums]
+    return distributed.merge_sums(sums, ranks)
 
 
 def _epoch_row(epoch: int, sums: Mapping[str, float], dev: Mapping[str, Any], lr: float) -> dict:
@@ -401,11 +414,17 @@ def fit_lanes(
 
 
 def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit]:
-    precision = Precision.choose(settings)
+    precision, ranks = Precision.choose(settings), distributed.current()
+    _check_ranks(settings, ranks)
     started = time.perf_counter()
     resumed_from = 0
     with torch_threads(settings.threads):
+        distributed.join(ranks, precision.device)
         recipe.model.to(precision.device)
+        distributed.broadcast_parameters(recipe.model, ranks)
+        if not ranks.main:  # dropout masks of its own; the batches stay the global order
+            torch.manual_seed(settings.seed * 1_000_003 + ranks.rank)
+            lanes = [_Lane(lane.out_dir, lane.name, None, lane.state) for lane in lanes]
         optimizer, scheduler = recipe.optimizer()
         scaler = precision.scaler()
         expected = fingerprint(recipe, settings)
@@ -413,17 +432,19 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         if len(lanes) == 1 and not _lane_count(recipe):
             lanes[0].state = _resume(recipe, optimizer, scheduler, scaler, last, expected, settings)
             resumed_from = lanes[0].state.epoch
-        for lane in lanes:
+        _barrier(ranks)  # every process has read last.pt before the main one rewrites it
+        for lane in lanes if ranks.main else ():
             _drop_stale_best(lane)
         while running := [lane for lane in lanes if lane.active(settings)]:
-            _run_epoch(recipe, lanes, optimizer, scheduler, scaler, precision, settings)
-            if settings.resume:
+            _run_epoch(recipe, lanes, optimizer, scheduler, scaler, precision, settings, ranks)
+            if settings.resume and ranks.main:
                 _save_last(last, recipe, optimizer, scheduler, scaler, lanes[0].state, expected)
             for lane in running:
                 lane.state.stopped_early = _should_stop(lane.state, settings, started, lane.name)
-        for lane in lanes:
+        for lane in lanes if ranks.main else ():
             write_metrics(lane.out_dir / HISTORY, jsonable(lane.state.history))
             _check_selected(lane)
+        _barrier(ranks)  # the main process's checkpoints are in place for everyone
     if len(lanes) == 1 and lanes[0].log_metrics is not None:  # a tracked run: the best
         log_checkpoint(lanes[0].out_dir / BEST)  # checkpoint goes with its curves
     return [
@@ -439,6 +460,21 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         )
         for lane in lanes
     ]
+
+
+def _check_ranks(settings: LoopSettings, ranks: distributed.Ranks) -> None:
+    if settings.accumulate % ranks.world:
+        raise CorefreproError(
+            f"train.accumulate ({settings.accumulate}) must be a multiple of the {ranks.world} "
+            "processes: they share each optimizer step's batches (tasks/training/distributed.py)"
+        )
+
+
+def _barrier(ranks: distributed.Ranks) -> None:
+    if ranks.world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
 
 
 class NoCheckpointError(CorefreproError):
@@ -463,7 +499,7 @@ def _check_selected(lane: _Lane) -> None:
 
 
 def _run_epoch(recipe, lanes: list[_Lane], optimizer, scheduler, scaler, precision,
-               settings) -> None:  # fmt: skip
+               settings, ranks: distributed.Ranks) -> None:  # fmt: skip
     """Train one epoch, evaluate on dev, keep each lane's best checkpoint, record the curves."""
     active = [k for k, lane in enumerate(lanes) if lane.active(settings)]
     for k in active:
@@ -471,22 +507,25 @@ def _run_epoch(recipe, lanes: list[_Lane], optimizer, scheduler, scaler, precisi
     epoch = lanes[active[0]].state.epoch
     t0 = time.perf_counter()
     sums = _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, settings,
-                        lanes[0].name if len(lanes) == 1 else f"{len(active)} lanes")  # fmt: skip
+                        lanes[0].name if len(lanes) == 1 else f"{len(active)} lanes",
+                        ranks)  # fmt: skip
     train_time = time.perf_counter() - t0
     dev = recipe.evaluate("dev", precision)
     sums, dev = (sums, dev) if _lane_count(recipe) else ([sums], [dev])
     timing = {"train_time_s": train_time, "epoch_time_s": time.perf_counter() - t0}
     for k in active:
-        _record(recipe, k, lanes[k], sums[k], dev[k], optimizer, settings, timing)
+        _record(recipe, k, lanes[k], sums[k], dev[k], optimizer, settings, timing, ranks.main)
 
 
-def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing) -> None:
-    """One lane's epoch: the row of its curve, selection, its best checkpoint, its log."""
+def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing,
+            writes: bool = True) -> None:  # fmt: skip
+    """One lane's epoch: the row of its curve, selection, its best checkpoint (when this
+    process `writes`: the main one of a distributed run), its log."""
     state, lanes = lane.state, _lane_count(recipe)
     row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
     key, patience_value = recipe.selection(dev)
     improved = _select(state, key, patience_value)
-    if improved:
+    if improved and writes:
         model = recipe.lane_model(k) if lanes else recipe.model
         info = recipe.checkpoint_info(k) if lanes else recipe.checkpoint_info()
         save_checkpoint(

@@ -262,3 +262,36 @@ def test_a_team_shares_the_trained_pipeline_through_a_dvc_remote(fresh_repo, tmp
     assert _digests(clone) == _digests(repo)
     checkpoint = Path("artifacts/train_coref/asl/seed1/best.pt")
     assert (clone / checkpoint).read_bytes() == (repo / checkpoint).read_bytes()
+
+
+def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo):
+    """#29.1: train.nproc 2 turns the stage command into torchrun's 2 processes (gloo on the
+    CPU); RANK 0 alone writes the checkpoints and metrics and opens the MLflow run. Runs last:
+    it retrains train_coref@baseline with other settings (params.yaml is restored)."""
+    repo, env = fresh_repo
+    runs = (
+        "import mlflow; mlflow.set_tracking_uri('sqlite:///mlflow.db');"
+        "print(len(mlflow.search_runs(experiment_names=['train_coref'], output_format='list',"
+        " filter_string=\"attributes.run_name = 'train_coref@baseline/seed1'\")))"
+    )
+    before = int(run_ok([sys.executable, "-c", runs], repo, env).split()[-1])
+    params_file = repo / "params.yaml"
+    original = params_file.read_text()
+    params = yaml.safe_load(original)
+    params["train_coref"]["train"].update(nproc=2, accumulate=2, resume=False)
+    params_file.write_text(yaml.safe_dump(params, sort_keys=False))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "flows.train_coref", "--encoder", "baseline"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+    finally:
+        params_file.write_text(original)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "flows.train_coref: 2 data-parallel processes" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    seed_dir = repo / "artifacts" / "train_coref" / "baseline" / "seed1"
+    assert (seed_dir / "best.pt").is_file() and (seed_dir / "history.json").is_file()
+    assert json.loads((repo / "metrics" / "train_coref" / "baseline.json").read_text())
+    assert int(run_ok([sys.executable, "-c", runs], repo, env).split()[-1]) == before + 1
+    assert not list((repo / "artifacts" / ".tmp").glob("*"))  # RANK 1's writes left nothing
