@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
-from models.corelm.backbone import Backbone, _refuse_remote_code
+from models.corelm.backbone import Backbone
 from models.corelm.model import CoreLM
+from models.pretrained import refuse_remote_code
 from tasks.core.checkpoints import load_checkpoint, save_checkpoint
 from tasks.core.errors import CorefreproError, first_line
 from tasks.core.storage import atomic_dir
@@ -140,7 +141,7 @@ def _backbone(source: Path, name: str) -> Backbone:
     tokenizer, from backbone/; a folder asking to run its own code is refused."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    _refuse_remote_code(source)
+    refuse_remote_code(source)
     hf_config = _read(source, "config", lambda: AutoConfig.from_pretrained(
         str(source), trust_remote_code=False))  # fmt: skip
     model = _read(source, "config", lambda: AutoModelForCausalLM.from_config(

