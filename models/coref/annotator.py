@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from models.coref.data import CorefDocument, CorefVocab
+from models.coref.features import WordFeatures, checkpoint_features
 from models.coref.model import CorefModel
 from models.coref.train import load_checkpoint, predict, restore
 from tasks.annotation.annotators.base import (
@@ -43,17 +44,20 @@ class CorefAnnotator(Annotator):
     generic string linker (tasks/annotation/annotators/base.py link_queries).
     """
 
-    def __init__(self, model: CorefModel, vocab: CorefVocab, name: str, device: torch.device):
+    def __init__(self, model: CorefModel, vocab: CorefVocab, name: str, device: torch.device,
+                 features: WordFeatures | None = None):  # fmt: skip
         self.model = model.to(device).eval()
         self.vocab = vocab
         self.name = name
         self.device = device
+        self.features = features  # a model trained on LM features: computed live per document
 
     def annotate_doc(self, doc: Doc) -> Annotation:
         document = CorefDocument(
             doc.doc_id, "", list(doc.tokens), list(doc.sentence_starts), doc.genre, doc.speakers
         )
-        clusters = predict(self.model, [document], self.vocab, self.device)[doc.doc_id]
+        clusters = predict(self.model, [document], self.vocab, self.device,
+                           features=self.features)[doc.doc_id]  # fmt: skip
         mentions = [(s, e, c) for c, cluster in enumerate(clusters) for s, e in cluster]
         counts = {"model_clusters": len(clusters), "model_mentions": len(mentions)}
         return Annotation(mentions, link_queries(doc, mentions), counts)
@@ -63,7 +67,9 @@ def load_annotator(cfg: Mapping[str, Any]) -> CorefAnnotator:
     """Factory for params.yaml annotate.annotators.model.factory = models.coref.annotator:load_annotator.
 
     cfg: {"checkpoint": path, **settings} (ANNOTATOR_SETTINGS); `expect` entries are checked
-    against the checkpoint's configuration (CheckpointMismatchError on any difference).
+    against the checkpoint's configuration (CheckpointMismatchError on any difference). A
+    checkpoint trained on LM features gets them computed live on the annotator's device
+    (params.yaml lm_features.encoders.<its encoder>; refused if they differ from its own).
     """
     cfg = {**ANNOTATOR_SETTINGS, **check_settings("model", dict(cfg), ANNOTATOR_SETTINGS)}
     if not cfg["checkpoint"]:
@@ -78,7 +84,9 @@ def load_annotator(cfg: Mapping[str, Any]) -> CorefAnnotator:
     model, vocab = restore(ckpt, encode_window=cfg["encode_window"], pair_chunk=cfg["pair_chunk"])
     if cfg["threads"]:
         torch.set_num_threads(int(cfg["threads"]))
-    return CorefAnnotator(model, vocab, str(cfg["name"]), pick_device(cfg["device"]))
+    device = pick_device(cfg["device"])
+    features = checkpoint_features(ckpt["config"], str(cfg["checkpoint"]), device=device)
+    return CorefAnnotator(model, vocab, str(cfg["name"]), device, features)
 
 
 def check_expected(path: str | Path, saved: Mapping, expect: Mapping) -> None:

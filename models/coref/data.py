@@ -13,7 +13,8 @@ normalized) go through the same path. Conventions:
   dev/test, which is how Lee et al. use GloVe (every word of the evaluation data is looked up).
 - Training crops: a document longer than max_sentences sentences is cut to a random run of
   max_sentences consecutive sentences (Lee et al.'s truncate_example; L&G §4.1 use 40), drawn
-  from a seeded generator; gold mentions wholly inside the crop are kept.
+  from a seeded generator; gold mentions wholly inside the crop are kept, and the crop records
+  its token offset, so its LM features are the same rows of the document's.
 - Speakers, where the corpus has them, become per-document ids (only equality is used, the
   same-speaker feature); genres are the documents' `genre` column.
 """
@@ -54,6 +55,7 @@ class CorefDocument:
     genre: str | None = None
     speakers: list[str] | None = None
     clusters: list[list[Span]] = field(default_factory=list)
+    token_offset: int = 0  # where tokens[0] is in the whole document (a training crop's start)
 
     @property
     def num_sentences(self) -> int:
@@ -325,11 +327,13 @@ def crop_document(doc: CorefDocument, max_sentences: int, rng: random.Random) ->
         genre=doc.genre,
         speakers=doc.speakers[lo:hi] if doc.speakers is not None else None,
         clusters=[c for c in clusters if c],
+        token_offset=doc.token_offset + lo,
     )
 
 
-def tensorize(doc: CorefDocument, vocab: CorefVocab) -> DocTensors:
-    """Ids for the model: padded [S, L] words, [S, L, C] characters, speakers, gold."""
+def tensorize(doc: CorefDocument, vocab: CorefVocab, features: Any = None) -> DocTensors:
+    """Ids for the model: padded [S, L] words, [S, L, C] characters, speakers, gold; with
+    `features` (a models/coref/features.py WordFeatures), the document's or crop's LM rows."""
     lengths = doc.sentence_lengths()
     num_sentences, width = len(lengths), max(lengths, default=0)
     chars = max((min(len(t), MAX_TOKEN_CHARS) for t in doc.tokens), default=0)
@@ -357,6 +361,7 @@ def tensorize(doc: CorefDocument, vocab: CorefVocab) -> DocTensors:
         gold_starts=torch.tensor([g[0] for g in gold], dtype=torch.long),
         gold_ends=torch.tensor([g[1] for g in gold], dtype=torch.long),
         gold_clusters=torch.tensor([g[2] for g in gold], dtype=torch.long),
+        lm_features=features.document(doc) if features is not None else None,
     )
 
 

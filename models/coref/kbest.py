@@ -170,15 +170,17 @@ def kbest_for_documents(
     k: int = 100,
     device: torch.device | str = "cpu",
     on_document: Callable[[int, list[Tree]], None] | None = None,
+    features: Any = None,
 ) -> pa.Table:
     """k-best lists (Ji et al. used k = 100) for every document, as one KBEST_SCHEMA table.
 
     Built one Arrow table per document (k x mentions rows of Python dicts would not fit for a
-    corpus at once); on_document(count so far, trees) reports progress.
+    corpus at once); on_document(count so far, trees) reports progress; `features`: the LM
+    features of a model trained on them (models/coref/features.py).
     """
     parts: list[pa.Table] = []
     for count, doc in enumerate(docs, start=1):
-        output = model.predict(tensorize(doc, vocab).to(device))
+        output = model.predict(tensorize(doc, vocab, features).to(device))
         _, trees = trees_from_output(output, k)
         parts.append(pa.Table.from_pylist(tree_rows(doc.doc_id, trees), schema=KBEST_SCHEMA))
         if on_document is not None:
@@ -251,6 +253,7 @@ def _checked(cfg: Mapping[str, Any]) -> tuple[int, list[str] | None, int]:
 def export_corpus(corpus: str) -> dict[str, Any]:
     """The stage: k-best trees of every (selected) document of one corpus; returns metrics."""
     from models.coref.data import load_corpus
+    from models.coref.features import checkpoint_features
     from models.coref.train import load_checkpoint, restore
     from tasks.core import storage
     from tasks.core.checkpoints import pick_device
@@ -272,13 +275,16 @@ def export_corpus(corpus: str) -> dict[str, Any]:
     if not docs:
         where = f" in splits {splits} (params.yaml kbest.splits)" if splits else ""
         raise CorefreproError(f"{docs_dir(corpus)}: no documents{where}")
+    ckpt = load_checkpoint(path)
     model, vocab = restore(
-        load_checkpoint(path),
-        encode_window=int(cfg["encode_window"]),
-        pair_chunk=int(cfg["pair_chunk"]),
+        ckpt, encode_window=int(cfg["encode_window"]), pair_chunk=int(cfg["pair_chunk"])
     )
     device = pick_device(str(cfg["device"]))
     model.to(device)
+    # a model trained on LM features: lm_features@<corpus>'s file where it exists, else live
+    features = checkpoint_features(
+        ckpt["config"], str(path), corpus=corpus, documents=docs, device=device
+    )
     threads_before = torch.get_num_threads()
     if cfg["threads"]:
         torch.set_num_threads(int(cfg["threads"]))
@@ -296,7 +302,8 @@ def export_corpus(corpus: str) -> dict[str, Any]:
 
     try:
         with bar:
-            table = kbest_for_documents(model, vocab, docs, k, device, on_document=progress)
+            table = kbest_for_documents(model, vocab, docs, k, device, on_document=progress,
+                                        features=features)  # fmt: skip
     finally:
         torch.set_num_threads(threads_before)
     seconds = time.perf_counter() - started

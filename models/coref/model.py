@@ -55,6 +55,7 @@ ENCODERS = ("baseline", "lsl", "asl")
 DISTANCE_BUCKETS = 10  # 1, 2, 3, 4, 5-7, 8-15, 16-31, 32-63, 64+ (and 0, unused)
 SPEAKER_DIFFERENT, SPEAKER_SAME, SPEAKER_UNKNOWN = 0, 1, 2
 NEG_INF = float("-inf")
+LM_FIELDS = ("lm_features", "lm_layers", "lm_dim")
 
 
 # --------------------------------------------------------------------------- configuration
@@ -102,6 +103,12 @@ class CorefConfig:
         64, ge=1
     )  # sentences per encoder window (memory only; results identical)
     pair_chunk: int = bounded(256, ge=1)  # kept spans per chunk of antecedent scoring (memory only)
+    # Frozen pretrained-LM word features (models/coref/features.py): the encoder's name (null:
+    # none, the random-embedding model); layers and dim come from the features, like the
+    # vocabulary sizes, and a checkpoint records all three.
+    lm_features: str | None = None
+    lm_layers: tuple[int, ...] = ()
+    lm_dim: int = 0
 
     def __post_init__(self) -> None:
         if self.encoder not in ENCODERS:
@@ -111,6 +118,9 @@ class CorefConfig:
         if self.max_width < 1 or self.max_antecedents < 1 or not 0 < self.top_span_ratio <= 1:
             raise ValueError("max_width and max_antecedents must be >= 1, top_span_ratio in (0, 1]")
         object.__setattr__(self, "char_filter_widths", tuple(self.char_filter_widths))
+        object.__setattr__(self, "lm_layers", tuple(self.lm_layers))
+        if self.lm_features is not None and (not self.lm_layers or self.lm_dim < 1):
+            raise ValueError("lm_features needs lm_layers and lm_dim (from the features)")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> CorefConfig:
@@ -121,8 +131,14 @@ class CorefConfig:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain values; without the lm_* ones when no features are used, so a
+        model without them has the configuration (and checkpoint bytes) it had before them."""
         out = asdict(self)
         out["char_filter_widths"] = list(self.char_filter_widths)
+        out["lm_layers"] = list(self.lm_layers)
+        if self.lm_features is None:
+            for key in LM_FIELDS:
+                del out[key]
         return out
 
 
@@ -133,7 +149,8 @@ class DocTensors:
     word_ids [S, L] and char_ids [S, L, C] are sentence-major and zero-padded (id 0 = padding);
     lengths [S] (on the CPU) are the sentence lengths; speaker_ids [T] hold one id per token
     (-1: the corpus has no speakers); gold_* [G] are the gold mentions (end exclusive) and their
-    cluster ids (> 0), empty when unknown.
+    cluster ids (> 0), empty when unknown; lm_features [T, layers, dim] the frozen LM's states
+    per token (models/coref/features.py), None for a model without them.
     """
 
     word_ids: Tensor
@@ -144,6 +161,7 @@ class DocTensors:
     gold_starts: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
     gold_ends: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
     gold_clusters: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    lm_features: Tensor | None = None  # [T, layers, dim] per token, for a model trained on them
 
     @property
     def num_words(self) -> int:
@@ -465,6 +483,21 @@ class AttentionalSentenceLinking(nn.Module):
         return torch.cat([fwd, reverse_padded(bwd, lengths)], dim=2)
 
 
+class ScalarMix(nn.Module):
+    """ELMo's task-specific layer mix (Peters et al. 2018, Eq. 1):
+    gamma * sum_j softmax(s)_j h_j over the cached layers h_j [..., layers, dim]; s starts
+    at 0 (equal weights), gamma at 1."""
+
+    def __init__(self, layers: int):
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(layers))  # s
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    def forward(self, states: Tensor) -> Tensor:
+        mix = torch.softmax(self.weights, dim=0).to(states.dtype)
+        return self.gamma.to(states.dtype) * (states * mix.unsqueeze(-1)).sum(dim=-2)
+
+
 # --------------------------------------------------------------------------- the model
 
 
@@ -479,16 +512,17 @@ class CorefModel(nn.Module):
         self.chars = CharCNN(
             c.num_chars, c.char_embedding_dim, c.char_filters, c.char_filter_widths
         )
-        self.embedding_size = c.embedding_dim + self.chars.output_size
+        self.embedding_size = c.embedding_dim + self.chars.output_size  # [word; char]: heads
+        encoder_input = self.embedding_size + c.lm_dim  # + the LM features' mix, if any
         self.lexical_dropout = nn.Dropout(c.lexical_dropout)
         self.dropout = nn.Dropout(c.dropout)
         if c.encoder == "baseline":
-            self.encoder: nn.Module = SentenceEncoder(self.embedding_size, c.lstm_size)
+            self.encoder: nn.Module = SentenceEncoder(encoder_input, c.lstm_size)
         elif c.encoder == "lsl":
-            self.encoder = LinearSentenceLinking(self.embedding_size, c.lstm_size, c.dropout)
+            self.encoder = LinearSentenceLinking(encoder_input, c.lstm_size, c.dropout)
         else:
             self.encoder = AttentionalSentenceLinking(
-                self.embedding_size, c.lstm_size, c.asl_mlp_size, c.asl_gate
+                encoder_input, c.lstm_size, c.asl_mlp_size, c.asl_gate
             )
         context_size = self.encoder.output_size
         self.head_scorer = nn.Linear(context_size, 1)  # alpha_t = w_alpha . x*_t
@@ -502,13 +536,36 @@ class CorefModel(nn.Module):
         self.pair_scorer = ffnn(
             3 * self.span_size + pair_features, c.ffnn_size, c.ffnn_depth, c.dropout
         )
+        # created last and only with features: the model without them keeps its parameters
+        # and its draws from the generator
+        self.lm_mix = ScalarMix(len(c.lm_layers)) if c.lm_features is not None else None
 
     # ---- word representations
 
     def embed(self, doc: DocTensors) -> Tensor:
-        """Word embeddings x_t = [word; char CNN] with lexical dropout: [S, L, E]."""
-        emb = torch.cat([self.words(doc.word_ids), self.chars(doc.char_ids)], dim=-1)
-        return self.lexical_dropout(emb)
+        """Word embeddings x_t = [word; char CNN] with lexical dropout: [S, L, E]; with LM
+        features, [word; char CNN; the layers' learned mix], the sentence encoder's input, as
+        in Lee et al. (2018)'s ELMo model (the span heads keep [word; char], see score)."""
+        parts = [self.words(doc.word_ids), self.chars(doc.char_ids)]
+        if self.lm_mix is not None:
+            parts.append(self._lm_embeddings(doc, parts[0]))
+        return self.lexical_dropout(torch.cat(parts, dim=-1))
+
+    def _lm_embeddings(self, doc: DocTensors, words: Tensor) -> Tensor:
+        """The features' scalar mix per token, laid out sentence-major as words [S, L, ...]."""
+        if doc.lm_features is None or doc.lm_features.shape[0] != doc.num_words:
+            raise ValueError(
+                f"the model reads LM features of {self.config.lm_features} (one row per token): "
+                f"the document has {doc.num_words} tokens and "
+                f"{'no' if doc.lm_features is None else doc.lm_features.shape[0]} feature rows"
+            )
+        mixed = self.lm_mix(doc.lm_features.to(words.dtype))  # [T, dim]
+        valid = torch.arange(words.shape[1], device=words.device).unsqueeze(0) < doc.lengths.to(
+            words.device
+        ).unsqueeze(1)
+        out = words.new_zeros(*words.shape[:2], mixed.shape[-1])
+        out[valid] = mixed.to(out.dtype)
+        return out
 
     def encode(self, emb: Tensor, lengths: Tensor) -> Tensor:
         """Encoder outputs x*_t [S, L, 2H], in windows of encode_window sentences.
@@ -568,6 +625,8 @@ class CorefModel(nn.Module):
         ).unsqueeze(1)
         context = self.dropout(encoded)[valid]  # [T, 2H]
         emb = emb[valid]  # [T, E]
+        if self.lm_mix is not None:
+            emb = emb[:, : self.embedding_size]  # heads attend over [word; char] (Lee et al. 2018)
         head_scores = self.head_scorer(context).squeeze(1)  # [T]
 
         candidate_scores = self._candidate_scores(context, emb, starts, ends, head_scores)
@@ -778,6 +837,7 @@ __all__ = [
     "CorefOutput",
     "DocTensors",
     "LinearSentenceLinking",
+    "ScalarMix",
     "SentenceEncoder",
     "antecedent_candidates",
     "bucket_distance",

@@ -54,11 +54,18 @@ from models.coref.data import (
     resolve_vectors,
     tensorize,
 )
+from models.coref.features import SETTING as FEATURES_SETTING
+from models.coref.features import FeatureSpec, WordFeatures, training_features
 from models.coref.model import CorefConfig, CorefModel
 from models.coref.stacked import SeedStreams, StackedCoref
 from tasks.core import checkpoints as _ckpt
 from tasks.core import storage
-from tasks.core.checkpoints import CheckpointMismatchError, jsonable, seed_everything
+from tasks.core.checkpoints import (
+    CheckpointMismatchError,
+    jsonable,
+    pick_device,
+    seed_everything,
+)
 from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
@@ -89,9 +96,13 @@ class CorefEmbeddings:
     glove_path: str | None = None  # GloVe text file, a GloVe name (data.GLOVE_NAMES), or null
     freeze_embeddings: bool | None = None  # None: frozen with GloVe, trained when random
     min_count: int = bounded(1, ge=1)  # train-word frequency for the vocabulary
+    # with lm_features: read the lm_features stage's files (true), or run the LM live on each
+    # document (false: the GPU path, no cache needed); the features are the same either way
+    lm_cache: bool = True
 
 
-_VOCAB_FIELDS = ("vocab_size", "num_chars", "num_genres")
+# from the data, not params.yaml: the vocabulary sizes and the LM features' layers and dim
+_VOCAB_FIELDS = ("vocab_size", "num_chars", "num_genres", "lm_layers", "lm_dim")
 # params.yaml train_coref.model (+ encoders.<name>): CorefConfig's fields but the vocabulary
 # sizes, plus the embedding settings; parsed strictly (a typo is refused, with the key path)
 CorefModelSettings = make_dataclass(
@@ -106,6 +117,8 @@ EMBEDDING_DEFAULTS: dict[str, Any] = settings_to_dict(CorefEmbeddings())
 MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(CorefModelSettings())
 # Memory-only settings: results do not depend on them, so a checkpoint may be loaded with others.
 RUNTIME_KEYS = ("encode_window", "pair_chunk")
+# How the LM features are obtained, not what the model is: not in the checkpoint's config.
+SOURCE_KEYS = ("lm_cache",)
 
 
 @dataclass
@@ -149,8 +162,17 @@ def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> CorefTrain:
     return parse_settings(CorefTrain, train_cfg, "train_coref train")
 
 
-def model_config(mcfg: Mapping[str, Any], vocab: CorefVocab) -> CorefConfig:
+def model_config(
+    mcfg: Mapping[str, Any], vocab: CorefVocab, spec: FeatureSpec | None = None
+) -> CorefConfig:
+    """The architecture: the model settings, the vocabulary sizes and, with lm_features, the
+    features' layers and dim (`spec`, from the features the run reads)."""
     arch = {k: v for k, v in mcfg.items() if k not in EMBEDDING_DEFAULTS}
+    if mcfg.get("lm_features") is not None:
+        if spec is None or spec.encoder != mcfg["lm_features"]:
+            raise CorefreproError(f"{FEATURES_SETTING}={mcfg['lm_features']!r}: no features of "
+                                  f"that encoder given (got {spec})")  # fmt: skip
+        arch.update(lm_layers=list(spec.layers), lm_dim=spec.dim)
     return CorefConfig.from_dict(
         {
             **arch,
@@ -161,10 +183,15 @@ def model_config(mcfg: Mapping[str, Any], vocab: CorefVocab) -> CorefConfig:
     )
 
 
-def checkpoint_config(mcfg: Mapping[str, Any], vocab: CorefVocab) -> dict[str, Any]:
-    """What a checkpoint is checked against: the model settings and vocabulary sizes."""
-    cfg = {k: v for k, v in model_config(mcfg, vocab).to_dict().items() if k not in RUNTIME_KEYS}
-    cfg.update({k: mcfg[k] for k in EMBEDDING_DEFAULTS})
+def checkpoint_config(
+    mcfg: Mapping[str, Any], vocab: CorefVocab, spec: FeatureSpec | None = None
+) -> dict[str, Any]:
+    """What a checkpoint is checked against: the model settings, vocabulary sizes and (only
+    with lm_features, so a model without keeps its bytes) the features' encoder/layers/dim."""
+    cfg = {
+        k: v for k, v in model_config(mcfg, vocab, spec).to_dict().items() if k not in RUNTIME_KEYS
+    }
+    cfg.update({k: mcfg[k] for k in EMBEDDING_DEFAULTS if k not in SOURCE_KEYS})
     return cfg
 
 
@@ -197,13 +224,15 @@ def predict(
     vocab: CorefVocab,
     device: torch.device | str = "cpu",
     autocast: Callable[[], Any] = contextlib.nullcontext,
+    features: WordFeatures | None = None,
 ) -> dict[str, list[list[tuple[int, int]]]]:
-    """{doc_id: predicted clusters} (whole documents; the model windows long ones)."""
+    """{doc_id: predicted clusters} (whole documents; the model windows long ones); `features`:
+    the LM features of a model trained on them (models/coref/features.py)."""
     model.eval()
     out = {}
     for doc in docs:
         with autocast():
-            output = model(tensorize(doc, vocab).to(device))
+            output = model(tensorize(doc, vocab, features).to(device))
         out[doc.doc_id] = output.clusters()
     return out
 
@@ -216,10 +245,11 @@ def evaluate(
     device: torch.device | str = "cpu",
     exclude_singletons: bool = True,
     autocast: Callable[[], Any] = contextlib.nullcontext,
+    features: WordFeatures | None = None,
 ) -> dict[str, float]:
     """MUC, B3, CEAF-e, mention identification and CoNLL F1 (tasks/evaluation/coref.py), micro over
     the documents; plus the number of documents."""
-    response = predict(model, docs, vocab, device, autocast)
+    response = predict(model, docs, vocab, device, autocast, features)
     scores = score_coreference(
         gold_clusters(docs), response, metrics=EVAL_METRICS, exclude_singletons=exclude_singletons
     )
@@ -282,9 +312,12 @@ class CorefRecipe:
 
     log_keys = ("conll_f1", "mentions_f1")
 
-    def __init__(self, splits, mcfg: Mapping[str, Any], tcfg: CorefTrain, vocab, pretrained):
+    def __init__(self, splits, mcfg: Mapping[str, Any], tcfg: CorefTrain, vocab, pretrained,
+                 features: WordFeatures | None = None):  # fmt: skip
         self.splits, self.mcfg, self.tcfg, self.vocab = splits, dict(mcfg), tcfg, vocab
-        self.model = CorefModel(model_config(mcfg, vocab))
+        self.features = features
+        self.spec = features.spec if features is not None else None
+        self.model = CorefModel(model_config(mcfg, vocab, self.spec))
         if pretrained is not None:
             self.model.load_pretrained(
                 pretrained.vectors, pretrained.found, bool(mcfg["freeze_embeddings"])
@@ -309,19 +342,19 @@ class CorefRecipe:
         return min(n, self.tcfg.max_steps_per_epoch or n)
 
     def step(self, doc: CorefDocument, device: torch.device) -> StepOutput:
-        loss = self.model(tensorize(doc, self.vocab).to(device)).loss
+        loss = self.model(tensorize(doc, self.vocab, self.features).to(device)).loss
         return StepOutput(loss, {"loss_sum": float(loss.detach()), "loss_n": 1})
 
     def evaluate(self, split: str, precision: Precision) -> dict[str, float]:
         return evaluate(self.model, self.splits[split], self.vocab, device=precision.device,
                         exclude_singletons=self.tcfg.exclude_singletons,
-                        autocast=precision.autocast)  # fmt: skip
+                        autocast=precision.autocast, features=self.features)  # fmt: skip
 
     def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
         return (dev["conll_f1"],), dev["conll_f1"]
 
     def checkpoint_config(self) -> dict[str, Any]:
-        return checkpoint_config(self.mcfg, self.vocab)
+        return checkpoint_config(self.mcfg, self.vocab, self.spec)
 
     def checkpoint_info(self) -> dict[str, Any]:
         return {"vocab": self.vocab.to_dict(), **self.info}
@@ -345,7 +378,7 @@ class StackedCorefRecipe:
     log_keys = CorefRecipe.log_keys
 
     def __init__(self, splits, mcfg: Mapping[str, Any], tcfgs: Sequence[CorefTrain], vocab,
-                 pretrained) -> None:  # fmt: skip
+                 pretrained, features: WordFeatures | None = None) -> None:  # fmt: skip
         differ = {k for t in tcfgs for k, v in settings_to_dict(t).items()
                   if k != "seed" and v != getattr(tcfgs[0], k)}  # fmt: skip
         if differ:
@@ -353,10 +386,10 @@ class StackedCorefRecipe:
         self.recipes, states = [], []
         for t in tcfgs:
             seed_everything(t.seed)
-            self.recipes.append(CorefRecipe(splits, mcfg, t, vocab, pretrained))
+            self.recipes.append(CorefRecipe(splits, mcfg, t, vocab, pretrained, features))
             states.append(SeedStreams.capture())  # where the seed's dropout stream starts
         self.model = StackedCoref([r.model for r in self.recipes], SeedStreams(states))
-        self.vocab, self.lanes = vocab, len(tcfgs)
+        self.vocab, self.lanes, self.features = vocab, len(tcfgs), features
 
     def optimizer(self) -> tuple[torch.optim.Optimizer, Any]:
         return decayed_adam(self.model, self.recipes[0].tcfg)  # element-wise: per seed
@@ -368,7 +401,7 @@ class StackedCorefRecipe:
         return self.recipes[0].steps_per_epoch()
 
     def step(self, docs: Sequence[CorefDocument], device: torch.device) -> StepOutput:
-        outputs = self.model([tensorize(d, self.vocab).to(device) for d in docs])
+        outputs = self.model([tensorize(d, self.vocab, self.features).to(device) for d in docs])
         losses = [out.loss for out in outputs]
         lane_stats = [{"loss_sum": float(loss.detach()), "loss_n": 1} for loss in losses]
         return StepOutput(torch.stack(losses).sum(), {}, lane_stats)
@@ -423,12 +456,15 @@ def train_and_evaluate(
     out_dir: str | Path,
     *,
     log_metrics: Callable[[Mapping[str, float], int | None], None] | None = None,
+    features: WordFeatures | None = None,
 ) -> dict[str, Any]:
     """Train on train_docs, select on dev CoNLL F1, score dev and test with the best model.
 
     Writes <out_dir>/{best.pt,last.pt,history.json}. log_metrics(metrics, step) receives one
     point of the learning curve per epoch (step = epoch) and the final scores (step None);
-    the stage passes MLflow's. Returns the metrics (dev, test, curve, embeddings, timings).
+    the stage passes MLflow's. `features`: the LM features of the documents, required with
+    model setting lm_features (models/coref/features.py). Returns the metrics (dev, test,
+    curve, embeddings, timings).
     """
     tcfg = resolve_train_cfg(train_cfg)
     mcfg = resolve_model_cfg(model_cfg)
@@ -437,7 +473,8 @@ def train_and_evaluate(
     with torch_threads(tcfg.threads):
         seed_everything(tcfg.seed)
         vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
-        recipe = CorefRecipe(splits, mcfg, tcfg, vocab, pretrained)
+        embeddings.update(features_info(mcfg, features))
+        recipe = CorefRecipe(splits, mcfg, tcfg, vocab, pretrained, features)
         recipe.info = {"embeddings": embeddings}
     result = fit(recipe, tcfg, out_dir, name=f"{mcfg['encoder']} seed {tcfg.seed}",
                  log_metrics=log_metrics)  # fmt: skip
@@ -453,6 +490,7 @@ def train_and_evaluate_stacked(
     out_dirs: Sequence[str | Path],
     *,
     log_metrics: Sequence[Callable[[Mapping[str, float], int | None], None] | None] | None = None,
+    features: WordFeatures | None = None,
 ) -> list[dict[str, Any]]:
     """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
     computation (StackedCorefRecipe): each seed's out_dir, curve and metrics as if alone."""
@@ -462,7 +500,8 @@ def train_and_evaluate_stacked(
     splits = _splits(train_docs, dev_docs, test_docs)
     with torch_threads(tcfgs[0].threads):
         vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
-        recipe = StackedCorefRecipe(splits, mcfg, tcfgs, vocab, pretrained)
+        embeddings.update(features_info(mcfg, features))
+        recipe = StackedCorefRecipe(splits, mcfg, tcfgs, vocab, pretrained, features)
         for r in recipe.recipes:
             r.info = {"embeddings": embeddings}
     sinks = list(log_metrics or [None] * len(tcfgs))
@@ -475,6 +514,18 @@ def train_and_evaluate_stacked(
         metrics["stacked_with"] = [t.seed for t in tcfgs]
         results.append(metrics)
     return results
+
+
+def features_info(mcfg: Mapping[str, Any], features: WordFeatures | None) -> dict[str, Any]:
+    """The LM features a run reads, for its metrics and MLflow ({} for a model without)."""
+    if mcfg["lm_features"] is None:
+        return {}
+    if features is None:
+        raise CorefreproError(f"{FEATURES_SETTING}={mcfg['lm_features']!r}: the run was given no "
+                              "features (models/coref/features.py training_features)")  # fmt: skip
+    spec = features.spec
+    return {"lm_features": {"encoder": spec.encoder, "layers": list(spec.layers), "dim": spec.dim,
+                            "cache": bool(mcfg["lm_cache"])}}  # fmt: skip
 
 
 def _splits(train_docs, dev_docs, test_docs) -> dict[str, Sequence[CorefDocument]]:
@@ -585,7 +636,21 @@ def _run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dic
     }
 
 
-_RECORDED = ("embeddings", "embeddings_source", "device")  # MLflow params of a finished seed
+_RECORDED = ("embeddings", "embeddings_source", "device", "lm_features")  # MLflow params of a seed
+
+
+def stage_features(
+    cfg: TrainCorefSettings, model_cfg: Mapping[str, Any], splits: Mapping[str, Sequence]
+) -> WordFeatures | None:
+    """The LM features of train_coref.corpora when model setting lm_features names an encoder:
+    the lm_features stage's files (lm_cache: true) or the LM run live on the training device."""
+    mcfg = resolve_model_cfg(model_cfg)
+    if mcfg["lm_features"] is None:
+        return None
+    device = pick_device(resolve_train_cfg(cfg.train).device)
+    documents = [d for docs in splits.values() for d in docs]
+    return training_features(mcfg["lm_features"], cfg.corpora, documents,
+                             cache=bool(mcfg["lm_cache"]), device=device)  # fmt: skip
 
 
 def train_seed(
@@ -603,12 +668,13 @@ def train_seed(
     dataset = "+".join(cfg.corpora)
     out_dir = artifact_dir(encoder, seed)
     args = (splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir)
+    features = stage_features(cfg, model_cfg, splits)
     if not track:
-        metrics = train_and_evaluate(*args)
+        metrics = train_and_evaluate(*args, features=features)
     else:
         run_params = _run_params(encoder, seed, splits, cfg)
         with tracked_run(STAGE, encoder, dataset=dataset, seed=int(seed), run_params=run_params):
-            metrics = train_and_evaluate(*args, log_metrics=log_metrics)
+            metrics = train_and_evaluate(*args, log_metrics=log_metrics, features=features)
             log_params({k: str(metrics[k])[:6000] for k in _RECORDED if k in metrics})
     metrics["dataset"] = dataset
     storage.write_metrics(out_dir / "metrics.json", metrics)
@@ -641,6 +707,7 @@ def train_seeds_stacked(
             splits["train"], splits["dev"], splits["test"], encoder_model_cfg(cfg, encoder),
             [{**cfg.train, "seed": int(s)} for s in seeds],
             [artifact_dir(encoder, s) for s in seeds], log_metrics=sinks,
+            features=stage_features(cfg, encoder_model_cfg(cfg, encoder), splits),
         )  # fmt: skip
         for run_id, metrics in zip(run_ids or [], results, strict=False):
             log_params({k: str(metrics[k])[:6000] for k in _RECORDED if k in metrics}, run_id)
@@ -670,6 +737,7 @@ def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, A
         "seeds": len(results),
         "device": chosen.get("device"),
         "embeddings": chosen.get("embeddings"),
+        **({"lm_features": chosen["lm_features"]} if chosen.get("lm_features") else {}),
         "dev": {k: spread("dev", k) for k in keys},
         "test": {k: spread("test", k) for k in keys},
         "selected_seed": chosen["seed"],
