@@ -21,6 +21,7 @@ CASES = {
     "view_entitynlm": ("tasks.graphs.views:entitynlm_view_settings()", "long_mentions"),
     "view_corelm": ("tasks.graphs.stage:_settings('view_corelm')", "id_scope"),
     "kbest": ("models.coref.kbest:settings()", "encoder"),
+    "lm_features": ("models.coref.features:settings()", "batch_windows"),
     "train_mage.train": ("models.mage.train:settings()", "epochs"),
     "train_coref.train": ("models.coref.train:settings()", "max_sentences"),
     "train_coref.model": ("models.coref.train:settings()", "lstm_size"),
