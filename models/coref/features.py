@@ -174,6 +174,7 @@ class Encoder:
     bidirectional: bool
     prefix: list[int]
     suffix: list[int]
+    folder: Path | None = None  # where the weights were read (None: built here, tiny)
 
     @property
     def dim(self) -> int:
@@ -197,14 +198,14 @@ def is_bidirectional(config: Any) -> bool:
     return masked and not getattr(config, "is_decoder", False)
 
 
-def framed(name: str, model: Any, tokenizer: Any) -> Encoder:
+def framed(name: str, model: Any, tokenizer: Any, folder: Path | None = None) -> Encoder:
     """The encoder with its specials: [CLS] ... [SEP] (bidirectional), separator ... (causal)."""
     model.eval().requires_grad_(False)
     if is_bidirectional(model.config):
         prefix = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         suffix = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
-        return Encoder(name, model, tokenizer, True, prefix, suffix)
-    return Encoder(name, model, tokenizer, False, [separator_id(tokenizer)], [])
+        return Encoder(name, model, tokenizer, True, prefix, suffix, folder)
+    return Encoder(name, model, tokenizer, False, [separator_id(tokenizer)], [], folder)
 
 
 def tiny_encoder(cfg: TinyEncoderSettings) -> Encoder:
@@ -237,7 +238,7 @@ def folder_encoder(name: str, folder: Path, setting: str) -> Encoder:
     if not getattr(tokenizer, "is_fast", False):
         raise BackboneError(f"{setting}: {folder} has no fast tokenizer (tokenizer.json): its "
                             "offsets are what pools pieces into words")  # fmt: skip
-    return framed(name, model, tokenizer)
+    return framed(name, model, tokenizer, folder)
 
 
 def load_encoder(name: str, cfg: LMFeaturesSettings) -> Encoder:
@@ -252,19 +253,21 @@ def load_encoder(name: str, cfg: LMFeaturesSettings) -> Encoder:
     return folder_encoder(name, resolve_path(source), setting)
 
 
-def weights_digest(cfg: LMFeaturesSettings, name: str) -> str | None:
-    """sha256 of the encoder's weights file (provenance in the metadata); None for tiny."""
-    from tasks.core.config import resolve_path
-    from tasks.core.storage import sha256_of
+def weights_digest(encoder: Encoder) -> str | None:
+    """sha256 of the encoder's model.safetensors (provenance in the metadata): from the
+    folder's SHA256SUMS where it has one (the converted SmolLM2), else computed; None for
+    tiny, whose weights are its settings and seed."""
+    from tasks.core.storage import CACHE_MANIFEST, sha256_of
 
-    source = cfg.encoders[name].source
-    if source == "tiny":
+    if encoder.folder is None or not (encoder.folder / "model.safetensors").is_file():
         return None
-    folder = (
-        smollm2_folder(resolve_path(cfg.cache_dir)) if source == "smollm2" else resolve_path(source)
-    )
-    weights = folder / "model.safetensors"
-    return sha256_of(weights) if weights.is_file() else None
+    manifest = encoder.folder / CACHE_MANIFEST
+    if manifest.is_file():
+        for line in manifest.read_text(encoding="utf-8").splitlines():
+            digest, _, name = line.partition("  ")
+            if name == "model.safetensors":
+                return digest
+    return sha256_of(encoder.folder / "model.safetensors")
 
 
 # --------------------------------------------------------------------------- extraction
@@ -593,7 +596,7 @@ def export_corpus(corpus: str) -> dict[str, Any]:
     meta = {"encoder": name, "source": enc.source, "layers": list(enc.layers),
             "dim": extractor.spec.dim, "window": enc.window, "stride": enc.stride,
             "bidirectional": extractor.encoder.bidirectional, "corpus": corpus,
-            "weights_sha256": weights_digest(cfg, name),
+            "weights_sha256": weights_digest(extractor.encoder),
             "tiny": settings_to_dict(cfg.tiny) if enc.source == "tiny" else None}  # fmt: skip
     target = features_dir(name, corpus)
     with storage.atomic_dir(target) as tmp:

@@ -427,3 +427,37 @@ def test_the_model_without_features_is_the_one_before_them(encoder):
     loss.backward()
     optimizer.step()
     assert (initial, float(loss.detach()), _digest(model)) == BEFORE[encoder]
+
+
+def test_seeds_stacked_read_the_features_too(checkout, splits, tmp_path):
+    from models.coref.train import train_and_evaluate_stacked
+
+    docs = [d for split in splits.values() for d in split]
+    features = LiveFeatures(extractor_of(checkout), docs)
+    results = train_and_evaluate_stacked(
+        splits["train"], splits["dev"], splits["test"], {**MODEL, "lm_features": "tiny"},
+        [{**FAST, "epochs": 1, "seed": s} for s in (1, 2)], [tmp_path / "1", tmp_path / "2"],
+        features=features,
+    )  # fmt: skip
+    assert [r["lm_features"]["layers"] for r in results] == [[1, 2], [1, 2]]
+    assert all((tmp_path / s / BEST).is_file() for s in ("1", "2"))
+
+
+def test_kbest_of_a_features_model_reads_the_cache_or_runs_the_lm_alike(checkout, splits, root):
+    import flows.kbest as kbest_flow
+
+    docs = [d for split in splits.values() for d in split]
+    out = root / "artifacts" / "train_coref" / "baseline" / "seed1"
+    train_and_evaluate(splits["train"], splits["dev"], splits["test"],
+                       {**MODEL, "encoder": "baseline", "lm_features": "tiny"},
+                       {**FAST, "epochs": 1}, out, features=LiveFeatures(extractor_of(checkout), docs))  # fmt: skip
+    checkout["kbest"] = {**checkout["kbest"], "encoder": "baseline", "seed": 1, "k": 5,
+                         "log_every_s": 0}  # fmt: skip
+    tables = []
+    for cached in (True, False):
+        shutil.rmtree(root / "data" / "features", ignore_errors=True)
+        if cached:
+            flow.lm_features("handmade")
+        kbest_flow.kbest("handmade")
+        tables.append((root / "data" / "kbest" / "handmade" / "kbest.parquet").read_bytes())
+    assert tables[0] == tables[1]
