@@ -47,6 +47,7 @@ PAPERS = {
     "entity_prediction": "Ji et al. 2017, EntityNLM (§5.3 entity prediction; Modi et al. 2017)",
     "rerank_entitynlm": "Ji et al. 2017, EntityNLM (§5.2 coreference reranking)",
     "train_corelm": "Stylianou & Vlahavas 2021, CoreLM",
+    "train_stanza_coref": "Qi et al. 2020 Stanza; its word-level coreference model (Dobrovolskii 2021)",
     "report": "",
 }
 
