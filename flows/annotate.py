@@ -2,7 +2,7 @@
 
     python -m flows.annotate --run synthetic-gold
 
-params.yaml annotate.runs.<run> (or annotate.model_runs.<run>) names the corpus and the
+params.yaml annotate.runs.<run> (or model_runs.<run>, stanza_runs.<run>) names the corpus and the
 annotator; data/docs/<corpus>/ is read, and data/mentions/<run>/{mentions,query_mentions}.parquet
 is written. Documents are annotated in shards on the configured task runner: threads,
 processes, or dask (a LocalCluster under Prefect, a process pool without it; or, with
@@ -91,7 +91,7 @@ def annotate(run: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--run", required=True, help="a key of annotate.runs or annotate.model_runs in params.yaml"
+        "--run", required=True, help="a key of annotate.runs, model_runs or stanza_runs"
     )
     args = parser.parse_args(argv)
     run_cli(annotate, args.run)

@@ -32,7 +32,7 @@ def graphs(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--run", required=True, help="a key of annotate.runs or annotate.model_runs in params.yaml"
+        "--run", required=True, help="a key of annotate.runs, model_runs or stanza_runs"
     )
     parser.add_argument(
         "--placement",

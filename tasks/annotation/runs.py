@@ -39,12 +39,19 @@ class AnnotateSettings:
     score_split: Literal["train", "dev", "test"] = "dev"
     annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_runs: dict[Name, RunEntry] = field(default_factory=dict)
+    # runs of Stanza with a trained coreference model (settings.coref_model_path):
+    # annotate_stanza@<run>, a separate foreach for the same reason as model_runs
+    stanza_runs: dict[Name, RunEntry] = field(default_factory=dict)
     runs: dict[Name, RunEntry] = field(default_factory=dict)
 
     def validate(self, path: str) -> None:
         bad = []
-        for name in set(self.runs) & set(self.model_runs):
-            bad.append(f"{path}: run '{name}' is in both annotate.runs and model_runs")
+        sections = {"runs": self.runs, "model_runs": self.model_runs,
+                    "stanza_runs": self.stanza_runs}  # fmt: skip
+        for name in sorted(set().union(*sections.values())):
+            where = [k for k, runs in sections.items() if name in runs]
+            if len(where) > 1:
+                bad.append(f"{path}: run '{name}' is in both annotate.{where[0]} and {where[1]}")
         if self.dask_address is not None and not self.dask_address.strip():
             bad.append(f"{path}.dask_address: empty; null starts a local cluster")
         elif self.dask_address is not None and self.executor != "dask":
@@ -81,27 +88,39 @@ def dask_address(cfg: dict[str, Any] | None = None) -> tuple[str | None, str]:
     return None, ""
 
 
+# sections of runs whose stage depends on a checkpoint named in the run's settings
+CHECKPOINT_SECTIONS = {"model_runs": "checkpoint", "stanza_runs": "coref_model_path"}
+
+
 def run_settings(run: str) -> dict[str, Any]:
-    """annotate.runs.<run> or annotate.model_runs.<run> (runs of the own coreference model,
-    a separate DVC foreach only so that their stage can depend on settings.checkpoint)."""
+    """annotate.runs.<run>, annotate.model_runs.<run> (runs of the own coreference model) or
+    annotate.stanza_runs.<run> (Stanza with a trained model): the last two are separate DVC
+    foreach lists only so that their stage can depend on the checkpoint their settings name."""
     cfg = settings()
-    runs, model_runs = cfg.get("runs") or {}, cfg.get("model_runs") or {}
-    if run in runs and run in model_runs:
-        raise CorefreproError(f"params.yaml: run '{run}' is in both annotate.runs and model_runs")
-    section = "model_runs" if run in model_runs else "runs"
-    entry = (model_runs if section == "model_runs" else runs).get(run)
-    if entry is None:
-        known = ", ".join(sorted([*runs, *model_runs]))
+    sections = {k: cfg.get(k) or {} for k in ("runs", "model_runs", "stanza_runs")}
+    found = [k for k, runs in sections.items() if run in runs]
+    if len(found) > 1:
         raise CorefreproError(
-            f"params.yaml: annotate.runs / annotate.model_runs have no '{run}' (known: {known})"
+            f"params.yaml: run '{run}' is in both annotate.{found[0]} and {found[1]}"
         )
-    entry = dict(entry)
+    if not found:
+        known = ", ".join(sorted(name for runs in sections.values() for name in runs))
+        raise CorefreproError(
+            f"params.yaml: annotate.runs / annotate.model_runs / annotate.stanza_runs have no "
+            f"'{run}' (known: {known})"
+        )
+    section = found[0]
+    entry = dict(sections[section][run])
     for key in ("corpus", "annotator"):
         if key not in entry:
             raise CorefreproError(f"params.yaml: annotate.{section}.{run} needs '{key}'")
-    if section == "model_runs" and not (entry.get("settings") or {}).get("checkpoint"):
+    key = CHECKPOINT_SECTIONS.get(section)
+    if key and not (entry.get("settings") or {}).get(key):
+        example = {"checkpoint": "artifacts/train_coref/asl/seed1/best.pt",
+                   "coref_model_path": "artifacts/train_stanza_coref/model.pt"}[key]  # fmt: skip
+        stage = {"model_runs": "annotate_model", "stanza_runs": "annotate_stanza"}[section]
         raise CorefreproError(
-            f"params.yaml: annotate.model_runs.{run} needs settings.checkpoint (the stage "
-            "annotate_model depends on it, e.g. artifacts/train_coref/asl/seed1/best.pt)"
+            f"params.yaml: annotate.{section}.{run} needs settings.{key} (the stage "
+            f"{stage} depends on it, e.g. {example})"
         )
     return entry

@@ -58,8 +58,9 @@ def _code_hash() -> str:
 
 def _checkpoint_hash(cfg: dict[str, Any]) -> str | None:
     """A model checkpoint's content, so shards of an interrupted run are not reused after
-    retraining (the path alone stays the same)."""
-    path = cfg.get("checkpoint")
+    retraining (the path alone stays the same): the model annotator's `checkpoint`, Stanza's
+    `coref_model_path`."""
+    path = cfg.get("checkpoint") or cfg.get("coref_model_path")
     return sha256_of(resolve_path(path)) if path and resolve_path(path).is_file() else None
 
 

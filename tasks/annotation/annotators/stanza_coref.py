@@ -17,14 +17,29 @@ square of the length) are annotated in windows of whole sentences of at most `wi
 tokens; chains do not cross windows (documented limitation; each window's clusters get ids of
 their own). Queries use the generic linker (tasks/annotation/annotators/base.py).
 
+Which model: `coref_model_path` names a coreference checkpoint in Stanza's format, the one
+the stage train_stanza_coref trains (artifacts/train_stanza_coref/model.pt). With it and no
+`model_dir`, nothing downloaded is needed: the tokenize processor loads no model when
+pretokenized (stanza/pipeline/tokenize_processor.py TokenizeProcessor._set_up_model), and the
+only other file the Pipeline reads, resources.json, is given as a one-language stub
+(`resources_filepath`, written to a temporary folder and read while the pipeline is built).
+The checkpoint names its encoder folder (Config.bert_model, relative to the repository root,
+where stages run), which Stanza loads with `from_pretrained` and no network. With
+`model_dir` (a user's `stanza.download` folder) the official models there are used, and
+`coref_model_path`, if also set, replaces the coref model among them.
+
 Models are never downloaded by the stage (download_method=None, Hugging Face files only from
 the local cache): fetching them is a separate, explicit step -- see MISSING_MODELS.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from tasks.annotation.annotators.base import (
@@ -35,7 +50,9 @@ from tasks.annotation.annotators.base import (
     check_settings,
     link_queries,
 )
-from tasks.core.errors import CorefreproError
+from tasks.core.config import REPO_ROOT
+from tasks.core.errors import CorefreproError, first_line
+from tasks.core.layout import check_checkpoint_path
 
 log = logging.getLogger("corefrepro.annotate")
 
@@ -48,7 +65,13 @@ SETTINGS: dict[str, Any] = {
     "mwt": False,  # expand multi-word tokens before coref ("won't" -> "wo n't")
     "window_tokens": 4000,  # longer documents are annotated in sentence windows of this size
     "lang": "en",
+    # a coreference checkpoint in Stanza's format (train_stanza_coref's model.pt); None: the
+    # official coref model of model_dir
+    "coref_model_path": None,
+    "threads": None,  # torch intra-op threads of the process (None: leave as is)
 }
+MODEL_PATH_SETTING = f"annotate.annotators.{NAME}.coref_model_path"
+NOT_TRAINED = "train one with `dvc repro train_stanza_coref`"
 
 DOWNLOAD_COMMAND = (
     "python -c \"import stanza; stanza.download('{lang}', model_dir={model_dir!r}, "
@@ -145,6 +168,73 @@ def windows(sentence_starts: Sequence[int], n_tokens: int, limit: int) -> list[t
     return out
 
 
+def default_model_dir() -> str:
+    """Stanza's default model folder ($STANZA_RESOURCES_DIR or ~/stanza_resources)."""
+    from stanza.resources.common import DEFAULT_MODEL_DIR as folder
+
+    return folder
+
+
+def check(cfg: dict[str, Any]) -> None:
+    """Before any work: a coref_model_path outside the project's artifacts is refused
+    (tasks.core.layout.check_checkpoint_path)."""
+    if cfg.get("coref_model_path"):
+        check_checkpoint_path(cfg["coref_model_path"], MODEL_PATH_SETTING)
+
+
+def trained_model(value: str) -> Path:
+    """The checkpoint coref_model_path names, checked before Stanza reads it: inside the
+    allowed roots, present, a Stanza coreference checkpoint (its Config names an encoder),
+    and that encoder's folder found from here. Each failure: one line naming the setting."""
+    path = check_checkpoint_path(value, MODEL_PATH_SETTING)
+    if not path.is_file():
+        raise CorefreproError(f"{MODEL_PATH_SETTING}: {value} does not exist; {NOT_TRAINED}")
+    encoder = str(checkpoint_config(path, value)["bert_model"])
+    if not Path(encoder).is_dir() and (REPO_ROOT / encoder).is_dir():
+        raise CorefreproError(
+            f"{MODEL_PATH_SETTING}: {value} names its encoder folder {encoder} relative to the "
+            f"repository root; run from {REPO_ROOT} (as DVC runs stages), not {Path.cwd()}"
+        )
+    return path
+
+
+def checkpoint_config(path: Path, value: str) -> dict[str, Any]:
+    """The Config a Stanza coreference checkpoint carries (CorefModel.save_weights stores it
+    as a dict beside the state dicts), read without loading the tensors (mmap)."""
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file: one line, not a traceback
+        raise CorefreproError(
+            f"{MODEL_PATH_SETTING}: {value} is not a readable checkpoint ({first_line(exc)}); "
+            f"{NOT_TRAINED}"
+        ) from None
+    config = state.get("config") if isinstance(state, dict) else None
+    if not isinstance(config, dict) or not config.get("bert_model"):
+        raise CorefreproError(
+            f"{MODEL_PATH_SETTING}: {value} is not a Stanza coreference checkpoint (no Config "
+            f"naming its encoder); {NOT_TRAINED}"
+        )
+    return config
+
+
+@contextlib.contextmanager
+def pipeline_location(cfg: dict[str, Any], trained: Path | None) -> Iterator[dict[str, Any]]:
+    """Where stanza.Pipeline finds its models: the official ones in model_dir (its
+    resources.json), with the trained coref model over them when given; a trained model alone
+    gets a stub resources.json naming only the language, in a temporary folder that also
+    stands for the (never read) model directory."""
+    coref = {"coref_model_path": str(trained)} if trained is not None else {}
+    if cfg["model_dir"] or trained is None:
+        yield {"dir": str(cfg["model_dir"]) if cfg["model_dir"] else default_model_dir(), **coref}
+        return
+    with tempfile.TemporaryDirectory(prefix="stanza-resources-") as folder:
+        resources = Path(folder) / "resources.json"
+        resources.write_text(json.dumps({cfg["lang"]: {}}), encoding="utf-8")
+        yield {"dir": folder, "resources_filepath": str(resources), **coref}
+
+
 class StanzaAnnotator(Annotator):
     name = NAME
 
@@ -163,44 +253,68 @@ class StanzaAnnotator(Annotator):
         if self._pipeline is not None:
             return self._pipeline
         import stanza
-        from stanza.resources.common import DEFAULT_MODEL_DIR
 
         cfg = self.cfg
-        model_dir = str(cfg["model_dir"]) if cfg["model_dir"] else DEFAULT_MODEL_DIR
-        use_gpu = cfg["use_gpu"]
+        trained = trained_model(cfg["coref_model_path"]) if cfg["coref_model_path"] else None
+        if trained is not None and cfg["mwt"] and not cfg["model_dir"]:
+            raise CorefreproError(
+                f"annotate.annotators.{NAME}.mwt: true needs Stanza's MWT model, i.e. the "
+                f"official models (model_dir); {MODEL_PATH_SETTING} alone brings only coref"
+            )
+        if cfg["threads"]:
+            import torch
+
+            torch.set_num_threads(int(cfg["threads"]))
+        try:
+            with pipeline_location(cfg, trained) as where:
+                self._pipeline = stanza.Pipeline(
+                    lang=cfg["lang"], processors=self.processors, tokenize_pretokenized=True,
+                    package=self.package(), use_gpu=self.use_gpu(), download_method=None,
+                    logging_level="WARN", **where,
+                )  # fmt: skip
+        except ImportError as exc:
+            raise self.missing(
+                f"a package the coref model needs is not installed ({exc})"
+            ) from None
+        except (FileNotFoundError, OSError, ValueError, RuntimeError, KeyError) as exc:
+            if trained is not None:
+                raise CorefreproError(
+                    f"{MODEL_PATH_SETTING}: Stanza could not load {cfg['coref_model_path']} "
+                    f"({type(exc).__name__}: {first_line(exc)})"
+                ) from None
+            if not isinstance(exc, OSError):
+                raise
+            folder = cfg["model_dir"] or default_model_dir()
+            raise self.missing(f"no models under {folder} ({type(exc).__name__}: {exc})") from None
+        return self._pipeline
+
+    def use_gpu(self) -> bool | None:
+        use_gpu = self.cfg["use_gpu"]
         if isinstance(use_gpu, str):
             if use_gpu not in ("auto", "true", "false"):
                 raise CorefreproError(f"annotator '{NAME}': use_gpu must be auto, true or false")
             use_gpu = None if use_gpu == "auto" else use_gpu == "true"
-        package: str | dict[str, str] = str(cfg["package"])
-        if cfg["coref_package"]:
-            package = {p: str(cfg["package"]) for p in self.processors.split(",")}
-            package["coref"] = str(cfg["coref_package"])
+        return use_gpu
+
+    def package(self) -> str | dict[str, str]:
+        cfg = self.cfg
+        if not cfg["coref_package"]:
+            return str(cfg["package"])
+        package = {p: str(cfg["package"]) for p in self.processors.split(",")}
+        package["coref"] = str(cfg["coref_package"])
+        return package
+
+    def missing(self, problem: str) -> CorefreproError:
+        """MISSING_MODELS for the official models: how to download them, and the alternatives."""
+        import stanza
+
+        model_dir = str(self.cfg["model_dir"]) if self.cfg["model_dir"] else default_model_dir()
         command = DOWNLOAD_COMMAND.format(
-            lang=cfg["lang"], model_dir=model_dir, processors=self.processors
+            lang=self.cfg["lang"], model_dir=model_dir, processors=self.processors
         )
-
-        def missing(problem: str) -> CorefreproError:
-            return CorefreproError(
-                MISSING_MODELS.format(problem=problem, version=stanza.__version__, command=command)
-            )
-
-        try:
-            self._pipeline = stanza.Pipeline(
-                lang=cfg["lang"],
-                processors=self.processors,
-                tokenize_pretokenized=True,
-                dir=model_dir,
-                package=package,
-                use_gpu=use_gpu,
-                download_method=None,
-                logging_level="WARN",
-            )
-        except ImportError as exc:
-            raise missing(f"a package the coref model needs is not installed ({exc})") from None
-        except (FileNotFoundError, OSError) as exc:
-            raise missing(f"no models under {model_dir} ({type(exc).__name__}: {exc})") from None
-        return self._pipeline
+        return CorefreproError(
+            MISSING_MODELS.format(problem=problem, version=stanza.__version__, command=command)
+        )
 
     def annotate(self, batch: list[Doc]) -> list[Annotation]:
         pipeline = self.load()
@@ -216,7 +330,11 @@ class StanzaAnnotator(Annotator):
                     build_document([tokens[x:y] for x, y in zip(bounds, bounds[1:], strict=False)])
                 )
                 pieces.append((k, a, b))
-        processed = pipeline.bulk_process(inputs) if inputs else []
+        # one call per window: Pipeline.bulk_process would run coref once over the windows'
+        # sentences joined into one Document (UDProcessor.bulk_process, which CorefProcessor
+        # inherits) and attach the chains to that joined Document, leaving every input's
+        # `coref` unset (stanza/pipeline/processor.py)
+        processed = [pipeline(document) for document in inputs]
         mentions: list[list[Span]] = [[] for _ in batch]
         counts: list[dict[str, int]] = [{"stanza_windows": 0} for _ in batch]
         next_cluster = [0] * len(batch)
