@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import random
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -124,10 +125,15 @@ class TrainStanzaCorefSettings:
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)
     eval_splits: list[Literal["dev", "test"]] = field(default_factory=lambda: ["dev", "test"])
+    # per split, N documents of each corpus drawn with the seed (a CPU budget); None = all
+    max_documents: dict[Literal["train", "dev", "test"], int | None] = field(default_factory=dict)
     stanza: StanzaConfigSettings = field(default_factory=StanzaConfigSettings)
 
     def validate(self, path: str) -> None:
         check_encoder(self.encoder)
+        small = {k: v for k, v in self.max_documents.items() if v is not None and v < 1}
+        if small:
+            raise ConfigError(f"{path}.max_documents: must be >= 1 or null, got {small}")
         if self.encoder == "tiny" and self.stanza.bert_window_size > self.tiny.max_positions:
             raise ConfigError(
                 f"{path}.stanza.bert_window_size: {self.stanza.bert_window_size} exceeds "
@@ -210,8 +216,9 @@ def watched(model: Any, progress: Progress, on_dev: Callable[[int, tuple], None]
 
     @functools.wraps(run)
     def counted(*args: Any, **kwargs: Any) -> Any:
-        result = run(*args, **kwargs)
-        progress.update(note=f", epoch {model.epochs_trained + 1}")
+        result = run(*args, **kwargs)  # evaluate() runs once `epochs_trained` counts the epoch
+        epoch = model.epochs_trained + int(model.training)
+        progress.update(note=f", epoch {epoch}" + ("" if model.training else " (dev)"))
         return result
 
     @functools.wraps(evaluate)
@@ -236,11 +243,14 @@ def stanza_dev_scores(scores: tuple) -> dict[str, float]:
 
 def fit(cfg: TrainStanzaCorefSettings, config: Any, n_docs: int, label: str,
         sink: Callable[[Mapping[str, float], int | None], None] | None) -> list[dict]:  # fmt: skip
-    """CorefModel(config).train(): Stanza's loop, seeded; the per-epoch dev scores."""
+    """CorefModel(config).train(): Stanza's loop, seeded as stanza/models/wl_coref.py's train
+    mode seeds it (set_random_seed, deterministic cuDNN); the per-epoch dev scores."""
     from stanza.models.common.utils import set_random_seed
     from stanza.models.coref.model import CorefModel
+    from stanza.models.wl_coref import deterministic
 
     set_random_seed(cfg.seed)
+    deterministic()
     curve: list[dict] = []
 
     def on_dev(epoch: int, scores: tuple) -> None:
@@ -374,10 +384,33 @@ def run_params(cfg: TrainStanzaCorefSettings, splits) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def sample_documents(
+    splits: Mapping[str, Sequence[CorefDocument]], caps: Mapping[str, int | None], seed: int
+) -> dict[str, list[CorefDocument]]:
+    """Per split, at most caps[split] documents of each corpus (the doc_id's "<corpus>/"
+    prefix), drawn with `seed` from the doc_id order and kept in that order."""
+    out: dict[str, list[CorefDocument]] = {}
+    for split, docs in splits.items():
+        cap = caps.get(split)
+        by_corpus: dict[str, list[CorefDocument]] = {}
+        for doc in sorted(docs, key=lambda d: d.doc_id):
+            by_corpus.setdefault(doc.doc_id.split("/")[0], []).append(doc)
+        kept = [d for group in by_corpus.values() for d in _draw(group, cap, seed)]
+        out[split] = sorted(kept, key=lambda d: d.doc_id) if cap is not None else list(docs)
+    return out
+
+
+def _draw(group: list[CorefDocument], cap: int | None, seed: int) -> list[CorefDocument]:
+    if cap is None or len(group) <= cap:
+        return group
+    return random.Random(seed).sample(group, cap)
+
+
 def train_stage(cfg: TrainStanzaCorefSettings, *, track: bool = True) -> dict[str, Any]:
     """The stage: corpora -> Stanza's model, under the MLflow run train_stanza_coref@<encoder>;
     metrics/train_stanza_coref/metrics.json."""
     splits = load_splits(cfg.corpora, drop_singletons=cfg.drop_singletons)
+    splits = sample_documents(splits, cfg.max_documents, cfg.seed)
     dataset, item = "+".join(cfg.corpora), encoder_label(cfg)
     log.info("%s on %s: %s documents", item, dataset,
              {split: len(docs) for split, docs in splits.items()})  # fmt: skip
