@@ -146,20 +146,18 @@ def test_windows_cover_the_document_in_whole_sentences():
 
 
 class Pipe:
-    """The pipeline with the real processor over a stub model: what bulk_process returns."""
+    """The pipeline with the real processor over a stub model: what a call returns."""
 
     def __init__(self, clusters_by_word: dict[str, str]):
         self.clusters_by_word = clusters_by_word
 
-    def bulk_process(self, docs):
-        for doc in docs:
-            words = [w.text.lower() for s in doc.sentences for w in s.words]
-            clusters: dict[str, list] = {}
-            for i, w in enumerate(words):
-                if w in self.clusters_by_word:
-                    clusters.setdefault(self.clusters_by_word[w], []).append((i, i + 1))
-            processor(StubModel(list(clusters.values()))).process(doc)
-        return docs
+    def __call__(self, doc):
+        words = [w.text.lower() for s in doc.sentences for w in s.words]
+        clusters: dict[str, list] = {}
+        for i, w in enumerate(words):
+            if w in self.clusters_by_word:
+                clusters.setdefault(self.clusters_by_word[w], []).append((i, i + 1))
+        return processor(StubModel(list(clusters.values()))).process(doc)
 
 
 def test_annotator_windows_offsets_and_query_links():
@@ -182,8 +180,8 @@ def test_annotator_windows_offsets_and_query_links():
 
 def test_misaligned_pipeline_output_is_an_error():
     class Dropping:
-        def bulk_process(self, docs):
-            return [build_document([["only"]]) for _ in docs]
+        def __call__(self, doc):
+            return build_document([["only"]])
 
     annotator = StanzaAnnotator(dict(SETTINGS))
     annotator._pipeline = Dropping()
@@ -200,3 +198,35 @@ def test_missing_models_name_the_download_command_and_the_offline_alternatives(t
     assert "entity-id" in message and "model" in message
     with pytest.raises(CorefreproError, match="processors='tokenize,mwt,coref'"):
         annotators.get("stanza", {"model_dir": str(tmp_path), "mwt": True})
+
+
+def test_pipeline_bulk_process_would_lose_the_chains():
+    """Why the annotator calls the pipeline once per window: CorefProcessor inherits
+    UDProcessor.bulk_process, which runs coref once over the documents' sentences joined and
+    sets `coref` on that joined Document only (stanza/pipeline/processor.py)."""
+    docs = [mwt_document(), mwt_document()]
+    proc = processor(StubModel([[(0, 1), (5, 6)]]))
+    assert proc.bulk_process(docs) == docs
+    assert not any(d.coref for d in docs)  # the chains went to the joined Document
+    assert [c.representative_text for c in proc.process(docs[0]).coref] == ["Mary"]
+
+
+def test_stanza_runs_need_their_checkpoint_setting(monkeypatch):
+    """annotate.stanza_runs.<run> (stage annotate_stanza) depends on settings.coref_model_path."""
+    import copy
+
+    from tasks.annotation.runs import run_settings
+    from tasks.core import config
+    from tasks.core.settings import ConfigError
+
+    data = copy.deepcopy(config.params())
+    run = {"corpus": "lambada", "annotator": "stanza"}
+    data["annotate"]["stanza_runs"] = {"lambada-stanza": run}
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    with pytest.raises(CorefreproError, match="stanza_runs.lambada-stanza needs settings.coref_"):
+        run_settings("lambada-stanza")
+    run["settings"] = {"coref_model_path": "artifacts/train_stanza_coref/model.pt"}
+    assert run_settings("lambada-stanza")["corpus"] == "lambada"
+    data["annotate"]["runs"]["lambada-stanza"] = dict(run)
+    with pytest.raises(ConfigError, match="'lambada-stanza' is in both annotate.runs and stanza_"):
+        run_settings("lambada-stanza")

@@ -25,6 +25,7 @@ CASES = {
     "train_mage.train": ("models.mage.train:settings()", "epochs"),
     "train_coref.train": ("models.coref.train:settings()", "max_sentences"),
     "train_coref.model": ("models.coref.train:settings()", "lstm_size"),
+    "train_stanza_coref.stanza": ("models.stanza_coref.train:settings()", "hidden_size"),
     "report": ("tasks.report.common:settings()", "output"),
     "tracking": ("tasks.core.tracking:settings()", "artifacts"),
 }

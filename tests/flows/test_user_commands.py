@@ -123,10 +123,12 @@ def test_readme_set_param_commands_give_a_valid_pipeline(tmp_path, overrides):
         stages = {s.name for s in dvc.index.stages}
     assert {f"download@{c}" for c in data["corpora"]} <= stages
     for override in overrides:  # an added run / derived corpus gets its stage
-        if m := re.match(r"\+(annotate\.runs|annotate\.model_runs|derive)\.([^=]+)=", override):
-            stage = {"annotate.runs": "annotate", "annotate.model_runs": "annotate_model"}.get(
-                m[1], m[1]
-            )
+        if m := re.match(
+            r"\+(annotate\.runs|annotate\.model_runs|annotate\.stanza_runs|derive)\.([^=]+)=",
+            override,
+        ):
+            stage = {"annotate.runs": "annotate", "annotate.model_runs": "annotate_model",
+                     "annotate.stanza_runs": "annotate_stanza"}.get(m[1], m[1])  # fmt: skip
             assert f"{stage}@{m[2]}" in stages
 
 
