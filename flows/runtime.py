@@ -594,8 +594,8 @@ def run_cli(entry: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def torchrun(module: str, nproc_setting: Callable[[], int], argv: list[str] | None = None) -> bool:
     """Run training stage `module` as torchrun's processes on this machine when its
-    train.nproc (`nproc_setting()`, read here so a bad setting fails as one line) is > 1 (data-parallel: tasks/training/distributed.py), and return True once they
-    have finished; False where this process trains itself (nproc 1, or it already is one of
+    train.nproc (`nproc_setting()`, read here so a bad setting fails as one line) is > 1
+    (data-parallel: tasks/training/distributed.py), and return True once they have finished; False where this process trains itself (nproc 1, or it already is one of
     torchrun's: several machines start `torchrun --nnodes N --node-rank K --rdzv-endpoint
     HOST:PORT -m flows.train_<family> ...` themselves, README). The processes run their flow
     as plain Python (COREFREPRO_ORCHESTRATION=local): one Prefect flow run per process would
@@ -609,6 +609,7 @@ def torchrun(module: str, nproc_setting: Callable[[], int], argv: list[str] | No
 
     from tasks.core.errors import CorefreproError
 
+    setup_logging()  # this line comes before the stage's own logging is set up
     args = sys.argv[1:] if argv is None else list(argv)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                "--nproc-per-node", str(nproc), "-m", module, *args]  # fmt: skip

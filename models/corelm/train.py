@@ -157,7 +157,7 @@ class TrainCoreLMSettings:
     gating: GatingSettings = field(default_factory=GatingSettings)
     train: CoreLMTrain = field(default_factory=CoreLMTrain)
     eval: EvalSettings = field(default_factory=EvalSettings)
-    cache_dir: str = "data/cache/corelm"  # converted backbones (not a DVC output)
+    cache_dir: str = "data/cache/pretrained"  # converted backbones (not a DVC output)
 
     def validate(self, path: str) -> None:
         from tasks.core.settings import ConfigError

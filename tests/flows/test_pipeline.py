@@ -288,6 +288,7 @@ def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo)
     finally:
         params_file.write_text(original)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "flows.train_coref: 2 data-parallel processes" in proc.stderr  # the launcher's line
     # both processes trained and logged each epoch (the loop logs on every rank)
     assert proc.stderr.count("baseline seed 1 epoch 2/2: train loss") == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr

