@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from tasks.core import presets
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.errors import DataError
 from tasks.core.settings import parse_settings, settings_to_dict
@@ -384,7 +385,11 @@ def _table_heading(table: Mapping, papers: Mapping) -> list[str]:
             f"checkout; transcribed in tasks/report/paper_results.yaml, table `{table['id']}`).",
             "",
         ]
-    if table.get("command"):
+    if table.get("id") in presets.names():
+        lines += [f"Reproduce: `uv run python -m tasks.core.presets run {table['id']}` (CPU "
+                  "scale; `--scale paper` for the paper's; `show` prints the `dvc exp run` "
+                  "command; costs: `python -m tasks.core.presets list`)", ""]  # fmt: skip
+    elif table.get("command"):
         lines += [f"Reproduce: {' '.join(str(table['command']).split())}", ""]
     if table.get("protocol"):
         lines += [f"Paper protocol: {table['protocol']}", ""]

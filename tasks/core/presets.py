@@ -1,0 +1,147 @@
+"""One preset per paper table: the `-S` overrides of `dvc exp run` kept in a file, at CPU
+scale and at paper scale, with what they cost.
+
+Why files of overrides and not DVC's Hydra composition: Hydra would regenerate params.yaml
+from conf/ on every `dvc exp run`, dropping the comments that document every setting there.
+A preset is the list a user would type -- DVC's own override grammar (`key=value`,
+`+key=value` to add a key), applied by DVC's own `dvc exp run -S` -- so an experiment run from
+a preset is an ordinary DVC experiment (`dvc exp show` lists it with its parameters) and
+params.yaml stays the one documented source.
+
+presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml (the report's
+"Reproduce:" line names the preset):
+
+    title: EntityNLM Table 3 -- InScript entity prediction
+    mirror: true                  # reads corpora from the mirror (or the network)
+    targets: [entity_prediction@inscript]   # what `dvc exp run` reproduces (and what it needs)
+    overrides: [...]              # both scales
+    scales:
+      cpu:   {overrides: [...], cost: "..."}   # measured on the development machine (source)
+      paper: {overrides: [...], cost: "..."}
+
+    uv run python -m tasks.core.presets list
+    uv run python -m tasks.core.presets show entitynlm-prediction --scale paper
+    uv run python -m tasks.core.presets run entitynlm-prediction --scale cpu [-- --queue ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tasks.core.config import REPO_ROOT, load_yaml
+from tasks.core.errors import CorefreproError
+from tasks.core.settings import ConfigError, key_path, parse_settings
+
+PRESETS_DIR = REPO_ROOT / "presets"
+Scale = Literal["cpu", "paper"]
+
+
+@dataclass
+class ScaleSettings:
+    """One scale of a preset: its own overrides (after the preset's shared ones) and cost."""
+
+    cost: str  # measured cost per step/epoch and the whole run; the source of each figure
+    overrides: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Preset:
+    """A presets/<name>.yaml file, parsed by the project's one strict parser."""
+
+    title: str
+    targets: list[str]  # dvc.yaml stages (name or name@item)
+    scales: dict[str, ScaleSettings]  # cpu and paper
+    mirror: bool = True
+    overrides: list[str] = field(default_factory=list)
+
+    def validate(self, path: str) -> None:
+        problems = []
+        if sorted(self.scales) != ["cpu", "paper"]:
+            problems.append(f"{key_path(path, 'scales')}: must be exactly cpu and paper, "
+                            f"got {sorted(self.scales)}")  # fmt: skip
+        for i, override in enumerate(self.all_overrides()):
+            if "=" not in override or override.startswith(("=", "+=")):
+                problems.append(f"{key_path(path, 'overrides')}: {override!r} (item {i}) "
+                                "is not key=value")  # fmt: skip
+        if problems:
+            raise ConfigError(problems)
+
+    def all_overrides(self) -> list[str]:
+        return [*self.overrides, *(o for s in self.scales.values() for o in s.overrides)]
+
+    def overrides_for(self, scale: Scale) -> list[str]:
+        return [*self.overrides, *self.scales[scale].overrides]
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def load(name: str) -> Preset:
+    """presets/<name>.yaml, checked whole: a bad one is one error naming the file and key."""
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise CorefreproError(f"preset {name!r}: no {path} "
+                              f"(presets: {', '.join(names())})")  # fmt: skip
+    try:
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CorefreproError(f"{path}: not valid YAML ({exc})") from None
+    try:
+        return parse_settings(Preset, data, "")
+    except ConfigError as exc:
+        raise CorefreproError(f"{path}: {exc}") from None
+
+
+def command(name: str, scale: Scale, extra: list[str] | None = None) -> list[str]:
+    """The `dvc exp run` argv that runs preset *name* at *scale* (*extra*: more of its options,
+    e.g. --queue, --name)."""
+    preset = load(name)
+    argv = ["dvc", "exp", "run"]
+    for override in preset.overrides_for(scale):
+        argv += ["-S", override]
+    return [*argv, *(extra or []), *preset.targets]
+
+
+def _list() -> None:
+    for name in names():
+        preset = load(name)
+        print(f"{name}: {preset.title}")
+        for scale, cfg in preset.scales.items():
+            print(f"  {scale}: {' '.join(cfg.cost.split())}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tasks.core.presets", description=__doc__.split("\n\n")[0]
+    )
+    sub = parser.add_subparsers(dest="verb", required=True)
+    sub.add_parser("list", help="every preset with its scales' costs")
+    for verb in ("show", "run"):
+        p = sub.add_parser(verb, help=f"{verb} the dvc exp run command of a preset")
+        p.add_argument("name", choices=names())
+        p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []  # more `dvc exp run` arguments
+    args = parser.parse_args(argv[: len(argv) - len(extra) - bool(extra or "--" in argv)])
+    if args.verb == "list":
+        _list()
+        return 0
+    argv_ = command(args.name, args.scale, extra)
+    print(shlex.join(["uv", "run", *argv_]), flush=True)
+    if args.verb == "show":
+        return 0
+    return subprocess.run([sys.executable, "-m", *argv_], cwd=REPO_ROOT).returncode
+
+
+if __name__ == "__main__":
+    try:
+        raise SystemExit(main())
+    except CorefreproError as exc:  # a bad preset file: its one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
