@@ -49,7 +49,7 @@ def _profile_has_api_url() -> bool:
 
 @functools.cache
 def orchestrated() -> bool:
-    mode = os.environ.get(MODE_ENV, "auto").strip().lower()
+    mode = os.environ.get(MODE_ENV, "").strip().lower() or "auto"  # set but empty: auto
     if mode not in {"auto", "prefect", "local"}:
         raise SystemExit(f"{MODE_ENV}={mode!r}: expected auto, prefect or local")
     if mode != "auto":

@@ -17,6 +17,7 @@ perplexity: every word predicted, no end-of-sentence event.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -78,8 +79,9 @@ class WordLM(LanguageModel):
             values.update(zip(batch.doc_ids, self._log_probs(batch, group), strict=True))
         return [RollingScore(values[d.doc_id], len(d.tokens)) for d in docs]
 
+    @abstractmethod
     def _log_probs(self, batch, group: Sequence[Document]) -> list[float]:
-        raise NotImplementedError
+        """log P(document) of each document of the batch, in the batch's order."""
 
 
 @register_lm("rnnlm")

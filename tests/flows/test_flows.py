@@ -140,3 +140,25 @@ def test_train_mage_seed_task_runs_are_named_as_their_mlflow_runs(monkeypatch):
     (call,) = seed_plan("bigru", "syn2", [3])
     monkeypatch.setitem(task_run.FIELDS, "parameters", lambda: call)
     assert train_seed.task_run_name() == "train_mage@bigru-syn2/seed3"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("", False), ("  ", False), ("local", False), ("Prefect", True)]
+)
+def test_the_orchestration_switch_reads_empty_as_auto(value, expected, monkeypatch):
+    """COREFREPRO_ORCHESTRATION= (set but empty, as `env VAR= cmd` or a CI matrix leaves it) is
+    auto: with no Prefect server configured, plain Python."""
+    from flows import runtime
+
+    monkeypatch.setenv(runtime.MODE_ENV, value)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr(runtime, "_profile_has_api_url", lambda: False)
+    runtime.orchestrated.cache_clear()
+    try:
+        assert runtime.orchestrated() is expected
+        monkeypatch.setenv(runtime.MODE_ENV, "sometimes")
+        runtime.orchestrated.cache_clear()
+        with pytest.raises(SystemExit, match="expected auto, prefect or local"):
+            runtime.orchestrated()
+    finally:
+        runtime.orchestrated.cache_clear()
