@@ -40,6 +40,7 @@ from typing import Any, Literal
 import torch
 
 from models.coref.data import CorefDocument, gold_clusters, load_splits
+from models.stanza_coref import windows
 from models.stanza_coref.convert import convert, sentence_ids
 from models.stanza_coref.encoder import (
     EncoderFolder,
@@ -249,6 +250,7 @@ def fit(cfg: TrainStanzaCorefSettings, config: Any, n_docs: int, label: str,
     from stanza.models.coref.model import CorefModel
     from stanza.models.wl_coref import deterministic
 
+    windows.install()  # Stanza's own window cutting never ends on a sentence > 2 windows
     set_random_seed(cfg.seed)
     deterministic()
     curve: list[dict] = []
@@ -287,6 +289,7 @@ def evaluate(path: Path, docs: Sequence[CorefDocument], device: str, *,
     scorer (micro over the documents)."""
     from stanza.models.coref.model import CorefModel
 
+    windows.install()
     model = CorefModel.load_model(str(path), map_location=device, ignore=set(OPTIMIZER_STATES),
                                   config_update={"device": device})  # fmt: skip
     model.training = False
