@@ -46,8 +46,20 @@ def subword_windows(doc: Any, config: Any, tok: Any) -> np.ndarray:
     return np.array(windows)
 
 
+_REPLACED: list[Any] = []  # Stanza's own function, once install() has replaced it
+
+
 def install() -> None:
     """Stanza's coreference model cuts its windows with `subword_windows` (idempotent)."""
     from stanza.models.coref import bert
 
-    bert.get_subwords_batches = subword_windows
+    if bert.get_subwords_batches is not subword_windows:
+        _REPLACED[:] = [bert.get_subwords_batches]
+        bert.get_subwords_batches = subword_windows
+
+
+def stanzas_own() -> Any:
+    """Stanza's get_subwords_batches, installed over or not (the tests compare with it)."""
+    from stanza.models.coref import bert
+
+    return _REPLACED[0] if _REPLACED else bert.get_subwords_batches

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from models.stanza_coref.windows import install, subword_windows
+from models.stanza_coref.windows import install, stanzas_own, subword_windows
 
 
 def tokenizer(framed: bool) -> SimpleNamespace:
@@ -32,10 +32,8 @@ def document(sentence_lengths: list[int], pieces_per_word: int = 1) -> dict:
 
 @pytest.mark.parametrize("framed", [True, False])
 def test_where_stanza_returns_the_windows_are_stanzas(framed):
-    from stanza.models.coref.bert import get_subwords_batches as stanzas
-
-    if stanzas is subword_windows:
-        pytest.skip("install() ran in this process; Stanza's own function is gone")
+    stanzas = stanzas_own()
+    assert stanzas is not subword_windows
     rng = random.Random(7)
     config = SimpleNamespace(bert_window_size=34)
     for _ in range(50):  # sentences of up to two windows (64 pieces): Stanza returns
@@ -61,5 +59,7 @@ def test_install_puts_it_where_the_coref_model_calls_it():
 
     install()
     install()  # idempotent
-    assert bert.get_subwords_batches is subword_windows
+    assert (
+        bert.get_subwords_batches is subword_windows and stanzas_own().__module__ == bert.__name__
+    )
     assert model.bert is bert  # CorefModel._bertify calls bert.get_subwords_batches
