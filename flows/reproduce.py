@@ -2,6 +2,7 @@
 
     python -m flows.reproduce                      # run once (dvc repro, stage by stage)
     python -m flows.reproduce --serve --cron "0 3 * * *"   # a deployment on a schedule
+    prefect deployment run reproduce/reproduce       # on a worker of the pool (prefect.yaml)
 
 Each stage runs `dvc repro --single-item <stage>` so DVC still decides what is up to date
 (an up-to-date stage is a no-op) and records dvc.lock; Prefect adds retries and the UI.
@@ -36,8 +37,9 @@ def planned_stages(targets: list[str] | None = None) -> list[str]:
 def _stage_env() -> dict[str, str]:
     """The stage command's environment: under Prefect, the id of this task run (the stage flow
     becomes its subflow, flows/runtime.py) and the API it talks to (so the stage is orchestrated
-    too); not the served run's PREFECT__FLOW_RUN_ID, which names this run, not the stage's."""
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT__FLOW_RUN_ID"}
+    too); not the PREFECT__* variables a worker or serve sets for this run (its flow run id,
+    deployment, entrypoint), which name this run, not the stage's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT__")}
     env.pop(PARENT_TASK_RUN_ENV, None)
     if orchestrated():
         from prefect.context import TaskRunContext
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cron", default=None, help='schedule for --serve, e.g. "0 3 * * *"')
     args = parser.parse_args(argv)
     if args.serve:
-        reproduce.prefect_flow.serve(
+        reproduce.deployed.serve(
             name="corefrepro-reproduce",
             cron=args.cron,
             parameters={

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import inspect
 import logging
 import multiprocessing as mp
 import os
@@ -68,6 +69,18 @@ def setup_logging() -> None:
         )
     os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "corefrepro")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per Prefect API call
+
+
+def _log_to_run() -> None:
+    """The stage's own log lines (the corefrepro loggers) in the flow run's log, in a process
+    where Prefect set up its logging first (a worker's engine): PREFECT_LOGGING_EXTRA_LOGGERS
+    comes too late there, and Prefect leaves the root logger at WARNING."""
+    from prefect.logging.handlers import APILogHandler
+
+    if not any(isinstance(h, APILogHandler) for h in log.handlers):
+        log.addHandler(APILogHandler())
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)
 
 
 class StageTask:
@@ -423,27 +436,63 @@ class StageFlow:
 
     @functools.cached_property
     def prefect_flow(self):
-        from prefect import flow
+        return self._as_prefect_flow(self.fn)
 
-        return flow(
-            self.fn,
-            name=self.name,
+    @functools.cached_property
+    def deployed(self):
+        """The flow a deployment runs (prefect.yaml's `flows.<stage>:<flow>.deployed`, and
+        `flows.reproduce --serve`). Its runner (a worker's or serve's) has made the flow run
+        already, so the stage's setup (task runner, lock, logging) happens inside that run
+        instead of starting a run of its own; named as the stage item (download@synthetic).
+        A training stage trains in this one process: train.nproc > 1 is the stage command's
+        torchrun re-launch (flows.reproduce's stages run that command)."""
+
+        @functools.wraps(self.fn)  # the stage's parameters: the deployment's schema
+        def run(*args: Any, **kwargs: Any) -> Any:
+            from prefect.context import FlowRunContext
+
+            _log_to_run()
+            # the engine entered a default task runner before the parameters that choose the
+            # stage's (download's workers, annotate's Dask) were known: the stage's replaces it
+            with (
+                self._stage(*args, **kwargs) as spec,
+                spec.prefect_task_runner() as runner,
+                FlowRunContext.get().model_copy(update={"task_runner": runner}),
+            ):
+                return self.fn(*args, **kwargs)
+
+        # the deployment's description in the UI: the flow's docstring, else its stage's line
+        stage_line = (sys.modules[self.fn.__module__].__doc__ or "").strip().partition("\n")[0]
+        return self._as_prefect_flow(
+            run,
             flow_run_name=self._deployment_run_name,
-            log_prints=True,
-            validate_parameters=False,
+            description=inspect.getdoc(self.fn) or stage_line or None,
         )
 
+    def _as_prefect_flow(self, fn: Callable[..., Any], **options: Any) -> Any:
+        from prefect import flow
+
+        return flow(fn, name=self.name, log_prints=True, validate_parameters=False, **options)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._stage(*args, **kwargs) as spec:
+            if not orchestrated():
+                return self.fn(*args, **kwargs)
+            return self._run_prefect(spec, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def _stage(self, *args: Any, **kwargs: Any) -> Iterator[Runner]:
+        """What every run of the stage sets up around its function: logging, its task runner
+        (the Runner its tasks map on; an unreachable Dask scheduler is one line, before any
+        work) and its item's lock."""
         setup_logging()
         spec = self.runner if isinstance(self.runner, Runner) else self.runner(*args, **kwargs)
         if spec.address:
-            spec.check_cluster()  # an unreachable scheduler: one line, before any work
+            spec.check_cluster()
         token = CURRENT_RUNNER.set(spec)
         try:
             with one_at_a_time(self._item_name(*args, **kwargs)):
-                if not orchestrated():
-                    return self.fn(*args, **kwargs)
-                return self._run_prefect(spec, *args, **kwargs)
+                yield spec
         finally:
             CURRENT_RUNNER.reset(token)
 
@@ -467,7 +516,8 @@ class StageFlow:
         return self.name + (f"@{'-'.join(parts)}" if parts else "")
 
     def _deployment_run_name(self) -> str:
-        """Name of a run a deployment starts (flows.reproduce --serve): from its parameters."""
+        """Name of a run a deployment starts (a worker's, flows.reproduce --serve's): from its
+        parameters."""
         from prefect.runtime import flow_run
 
         return self.run_name(**(flow_run.parameters or {}))

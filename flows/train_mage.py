@@ -62,6 +62,7 @@ def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
 
 @flow(name="collect-mage-seeds")
 def collect_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
+    """Summarize the seeds of <model>-<task> trained apart (`--collect`); trains nothing."""
     return stage.collect_seeds(model, task, seeds)
 
 

@@ -31,7 +31,7 @@ def test_download_without_network_or_mirror_writes_nothing(tmp_path, monkeypatch
 def test_reproduce_can_be_deployed_on_a_cron_schedule():
     from flows.reproduce import reproduce
 
-    deployment = reproduce.prefect_flow.to_deployment(name="nightly", cron="0 3 * * *")
+    deployment = reproduce.deployed.to_deployment(name="nightly", cron="0 3 * * *")
     assert deployment.name == "nightly"
     assert [s.schedule.cron for s in deployment.schedules] == ["0 3 * * *"]
 
