@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -125,17 +126,34 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(
-    args: list[str], env: dict[str, str], health: str, log: Path, timeout: float = 180
+def background(
+    args: list[str], env: dict[str, str], log: Path, cwd: Path | None = None
 ) -> Iterator[subprocess.Popen]:
-    """A server process started with `args`, its output in `log`, once `health` answers 200;
-    stopped with its whole process group afterwards (servers start worker processes)."""
+    """A process started with `args` (in `cwd`, else beside `log`), its output in `log`;
+    stopped with its whole process group afterwards (servers and workers start processes)."""
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            args, env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT,
+            args, env=env, cwd=cwd or log.parent, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
     try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextlib.contextmanager
+def serving(
+    args: list[str], env: dict[str, str], health: str, log: Path, timeout: float = 180
+) -> Iterator[subprocess.Popen]:
+    """A server process (background), once `health` answers 200."""
+    with background(args, env, log) as proc:
         deadline = time.time() + timeout
         while True:
             try:
@@ -149,14 +167,6 @@ def serving(
                 )
             time.sleep(0.5)
         yield proc
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @pytest.fixture(scope="session")
@@ -171,6 +181,57 @@ def prefect_server(tmp_path_factory):
     base = f"http://127.0.0.1:{port}"
     with serving(args, env, f"{base}/api/health", home / "server.log", timeout=120):
         yield base, home
+
+
+def once_cron(at: datetime) -> str:
+    """A cron firing once a year, at *at* (UTC) to the second: croniter's sixth field is seconds.
+
+    Why seconds: a five-field cron fires on a minute boundary, up to 60 s away.
+    """
+    return f"{at.minute} {at.hour} {at.day} {at.month} * {at.second}"
+
+
+def deployment_runs(
+    client, deployment: str, timeout: float, running: Callable[[], bool] = lambda: True
+) -> list:
+    """The flow runs of `deployment` ("flow/name") once one of them is final, or what there is
+    after `timeout` seconds or once `running()` is False (what runs them has exited)."""
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.exceptions import ObjectNotFound
+
+    runs: list = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and running():
+        try:
+            found = client.read_deployment_by_name(deployment)
+        except ObjectNotFound:
+            found = None
+        if found is not None:
+            runs = client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[found.id]))
+            )
+            if any(r.state and r.state.is_final() for r in runs):
+                break
+        time.sleep(1)
+    return runs
+
+
+def task_runs(client, flow_run_id) -> list:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    return client.read_task_runs(
+        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    )
+
+
+def run_logs(client, flow_run_id) -> list[tuple[int, str]]:
+    """(level, message) of a flow run's log lines, its task runs' included."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    logs = client.read_logs(
+        log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=200
+    )
+    return [(entry.level, entry.message) for entry in logs]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import copy_checkout, run_ok
+from tests.conftest import copy_checkout, run_logs, run_ok, task_runs
 
 pytestmark = pytest.mark.slow  # a Prefect server, two `dvc repro` of one stage: ~1 min
 
@@ -32,23 +32,6 @@ def _runs_since(client, since: datetime, flow_name: str):
         flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)),
         sort=FlowRunSort.START_TIME_ASC,
     )
-
-
-def _task_runs(client, flow_run_id):
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    return client.read_task_runs(
-        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-    )
-
-
-def _logs(client, flow_run_id) -> list[tuple[int, str]]:
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-
-    logs = client.read_logs(
-        log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=200
-    )
-    return [(entry.level, entry.message) for entry in logs]
 
 
 def test_reproduce_names_links_and_logs_each_stage(prefect_server, tmp_path):
@@ -88,15 +71,15 @@ def test_reproduce_names_links_and_logs_each_stage(prefect_server, tmp_path):
         assert [r.name for r in reproduce_runs] == [f"reproduce@{STAGE}"] * 2
         assert [r.state_type.value for r in stage_runs] == ["COMPLETED", "FAILED"]
         for run, stage_run in zip(reproduce_runs, stage_runs, strict=True):
-            (stage_task,) = _task_runs(c, run.id)
+            (stage_task,) = task_runs(c, run.id)
             # the task run is named as the DVC stage, and the stage's flow run is its subflow
             assert stage_task.name == STAGE and stage_task.state_type == run.state_type
             assert stage_run.name == STAGE and stage_run.parent_task_run_id == stage_task.id
             assert stage_task.flow_run_id == run.id
             # the stage's own task runs stay in the stage's flow run
-            assert [t.name for t in _task_runs(c, stage_run.id)] == ["generate@synthetic"]
+            assert [t.name for t in task_runs(c, stage_run.id)] == ["generate@synthetic"]
 
-        ok_log = _logs(c, reproduce_runs[0].id)
+        ok_log = run_logs(c, reproduce_runs[0].id)
         messages = [m for _, m in ok_log]
         assert f"$ dvc repro --single-item {STAGE}" in messages
         assert f"Running stage '{STAGE}':" in messages
@@ -105,7 +88,7 @@ def test_reproduce_names_links_and_logs_each_stage(prefect_server, tmp_path):
         assert any(m.startswith("INFO corefrepro.download: synthetic:") for m in messages)
         assert not any("httpx" in m for m in messages)
 
-        failed_log = _logs(c, reproduce_runs[1].id)
+        failed_log = run_logs(c, reproduce_runs[1].id)
         errors = [m for level, m in failed_log if level >= logging.ERROR]
         assert f"error: params.yaml download.synthetic: {expected_error}" in errors
         assert any(

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.conftest import REPO_ROOT, copy_checkout, http
+from tests.conftest import (
+    REPO_ROOT,
+    background,
+    copy_checkout,
+    deployment_runs,
+    http,
+    once_cron,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -148,21 +153,11 @@ def test_mapped_tasks_run_on_dask_under_the_server(prefect_server):
     assert json.loads(body)[0]["state_type"] == "COMPLETED"
 
 
-def _once_cron(at: datetime) -> str:
-    """A cron firing once a year, at *at* (UTC) to the second: croniter's sixth field is seconds.
-
-    Why seconds: a five-field cron fires on a minute boundary, up to 60 s away.
-    """
-    return f"{at.minute} {at.hour} {at.day} {at.month} * {at.second}"
-
-
 def test_reproduce_cron_schedule_fires_and_serve_runs_it(prefect_server, tmp_path):
     """README's `flows.reproduce --serve --cron`: the server's scheduler creates the run (with
     sqlalchemy 2.1 it failed every loop: "Can't evaluate bulk DML statement") and the serve
     process runs it, one cheap stage in a copy of the repository, to COMPLETED."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
-    from prefect.exceptions import ObjectNotFound
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     base, home = prefect_server
@@ -177,43 +172,17 @@ def test_reproduce_cron_schedule_fires_and_serve_runs_it(prefect_server, tmp_pat
     )
     fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=30)
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "flows.reproduce", "download@synthetic"]
-            + ["--serve", "--cron", _once_cron(fire)],
-            cwd=repo,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+    serve_args = [sys.executable, "-m", "flows.reproduce", "download@synthetic"]
+    with (
+        background(
+            serve_args + ["--serve", "--cron", once_cron(fire)], env, log, cwd=repo
+        ) as serve,
+        temporary_settings({PREFECT_API_URL: f"{base}/api"}),
+        get_client(sync_client=True) as client,
+    ):
+        runs = deployment_runs(
+            client, "reproduce/corefrepro-reproduce", 30 + 60, lambda: serve.poll() is None
         )
-    runs = []
-    try:
-        with (
-            temporary_settings({PREFECT_API_URL: f"{base}/api"}),
-            get_client(sync_client=True) as client,
-        ):
-            deadline = time.monotonic() + 30 + 60
-            while time.monotonic() < deadline and serve.poll() is None:
-                try:
-                    deployment = client.read_deployment_by_name("reproduce/corefrepro-reproduce")
-                except ObjectNotFound:
-                    deployment = None
-                if deployment is not None:
-                    runs = client.read_flow_runs(
-                        deployment_filter=DeploymentFilter(
-                            id=DeploymentFilterId(any_=[deployment.id])
-                        )
-                    )
-                    if any(r.state and r.state.is_final() for r in runs):
-                        break
-                time.sleep(1)
-    finally:
-        os.killpg(serve.pid, signal.SIGTERM)
-        try:
-            serve.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
     tail = log.read_text(errors="replace")[-3000:]
     assert runs, f"no scheduled run was created:\n{tail}"
     first = min(runs, key=lambda r: r.expected_start_time)
