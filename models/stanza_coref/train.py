@@ -40,7 +40,6 @@ from typing import Any, Literal
 import torch
 
 from models.coref.data import CorefDocument, gold_clusters, load_splits
-from models.stanza_coref import windows
 from models.stanza_coref.convert import convert, sentence_ids
 from models.stanza_coref.encoder import (
     EncoderFolder,
@@ -49,6 +48,7 @@ from models.stanza_coref.encoder import (
     portable,
     prepare_encoder,
 )
+from tasks.annotation.annotators import stanza_windows as windows
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable, pick_device
 from tasks.core.config import params, resolve_path

@@ -265,9 +265,9 @@ class StanzaAnnotator(Annotator):
             import torch
 
             torch.set_num_threads(int(cfg["threads"]))
-        from models.stanza_coref import windows
+        from tasks.annotation.annotators import stanza_windows
 
-        windows.install()  # Stanza's window cutting never ends on a sentence > 2 windows
+        stanza_windows.install()  # Stanza's window cutting never ends on a sentence > 2 windows
         try:
             with pipeline_location(cfg, trained) as where:
                 self._pipeline = stanza.Pipeline(

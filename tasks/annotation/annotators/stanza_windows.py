@@ -9,7 +9,7 @@ ends (its list of windows grows until memory runs out). GUM's reddit documents, 
 text is one ~1,200-word "sentence", hit it in training, scoring and the `stanza` annotator.
 
 `subword_windows` is the same rule with the search bounded by the window's start: where
-Stanza's function returns, both return the same array (tests/models/stanza_coref); where it
+Stanza's function returns, both return the same array (tests/annotation/test_stanza_windows.py); where it
 loops, this one chops the sentence into full windows. `install()` puts it in Stanza's module,
 which CorefModel calls through (`bert.get_subwords_batches(...)`), before any model is built.
 """

@@ -1,4 +1,4 @@
-"""models/stanza_coref/windows.py: Stanza's encoder windows, its long-sentence loop fixed."""
+"""tasks/annotation/annotators/stanza_windows.py: Stanza's encoder windows, its long-sentence loop fixed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from models.stanza_coref.windows import install, stanzas_own, subword_windows
+from tasks.annotation.annotators.stanza_windows import install, stanzas_own, subword_windows
 
 
 def tokenizer(framed: bool) -> SimpleNamespace:
