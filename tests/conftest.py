@@ -228,10 +228,31 @@ def run_logs(client, flow_run_id) -> list[tuple[int, str]]:
     """(level, message) of a flow run's log lines, its task runs' included."""
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
-    logs = client.read_logs(
-        log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=200
+    found, page = [], 200
+    while True:  # every page: the API returns at most `limit` lines a call
+        logs = client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])),
+            limit=page, offset=len(found),
+        )  # fmt: skip
+        found += [(entry.level, entry.message) for entry in logs]
+        if len(logs) < page:
+            return found
+
+
+def orchestrated_copy(prefect_server, tmp_path: Path, **extra: str) -> tuple[Path, dict[str, str]]:
+    """A copy of the checkout (copy_checkout) whose stages talk to the test's Prefect server,
+    with its own MLflow store; *extra* adds environment variables (poll intervals, ...)."""
+    base, home = prefect_server
+    repo = tmp_path / "repo"
+    env = copy_checkout(repo)
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_API_URL=f"{base}/api",
+        COREFREPRO_ORCHESTRATION="auto",
+        MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        **extra,
     )
-    return [(entry.level, entry.message) for entry in logs]
+    return repo, env
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import copy_checkout, run_logs, run_ok, task_runs
+from tests.conftest import orchestrated_copy, run_logs, run_ok, task_runs
 
 pytestmark = pytest.mark.slow  # a Prefect server, two `dvc repro` of one stage: ~1 min
 
@@ -39,14 +39,7 @@ def test_reproduce_names_links_and_logs_each_stage(prefect_server, tmp_path):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     base, home = prefect_server
-    repo = tmp_path / "repo"
-    env = copy_checkout(repo)
-    env.update(
-        PREFECT_HOME=str(home),
-        PREFECT_API_URL=f"{base}/api",
-        COREFREPRO_ORCHESTRATION="auto",
-        MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
-    )
+    repo, env = orchestrated_copy(prefect_server, tmp_path)
     since = datetime.now(UTC)
     run_ok([sys.executable, "-m", "flows.reproduce", STAGE], repo, env, timeout=300)
     params = repo / "params.yaml"

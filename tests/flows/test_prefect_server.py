@@ -14,10 +14,10 @@ import pytest
 from tests.conftest import (
     REPO_ROOT,
     background,
-    copy_checkout,
     deployment_runs,
     http,
     once_cron,
+    orchestrated_copy,
 )
 
 pytestmark = pytest.mark.slow
@@ -161,15 +161,7 @@ def test_reproduce_cron_schedule_fires_and_serve_runs_it(prefect_server, tmp_pat
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     base, home = prefect_server
-    repo = tmp_path / "repo"
-    env = copy_checkout(repo)
-    env.update(
-        PREFECT_HOME=str(home),
-        PREFECT_API_URL=f"{base}/api",
-        PREFECT_RUNNER_POLL_FREQUENCY="2",
-        COREFREPRO_ORCHESTRATION="auto",
-        MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
-    )
+    repo, env = orchestrated_copy(prefect_server, tmp_path, PREFECT_RUNNER_POLL_FREQUENCY="2")
     fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=30)
     log = tmp_path / "serve.log"
     serve_args = [sys.executable, "-m", "flows.reproduce", "download@synthetic"]

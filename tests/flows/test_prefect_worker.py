@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,9 +14,9 @@ import pytest
 from tests.conftest import (
     REPO_ROOT,
     background,
-    copy_checkout,
     deployment_runs,
     once_cron,
+    orchestrated_copy,
     run_logs,
     run_ok,
     task_runs,
@@ -32,16 +33,8 @@ def test_a_worker_runs_stage_and_scheduled_reproduce_deployments(prefect_server,
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     base, home = prefect_server
-    repo = tmp_path / "repo"
-    env = copy_checkout(repo)
-    env.update(
-        PREFECT_HOME=str(home),
-        PREFECT_API_URL=f"{base}/api",
-        PREFECT_WORKER_QUERY_SECONDS="2",
-        COREFREPRO_ORCHESTRATION="auto",
-        COREFREPRO_CHECKOUT=str(repo),
-        MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
-    )
+    repo, env = orchestrated_copy(prefect_server, tmp_path, PREFECT_WORKER_QUERY_SECONDS="2")
+    env["COREFREPRO_CHECKOUT"] = str(repo)
     prefect = [sys.executable, "-m", "prefect"]
     run_ok([*prefect, "work-pool", "create", POOL, "--type", "process"], repo, env, timeout=120)
     run_ok([*prefect, "--no-prompt", "deploy", "--all"], repo, env, timeout=600)
@@ -71,8 +64,15 @@ def test_a_worker_runs_stage_and_scheduled_reproduce_deployments(prefect_server,
         assert by_worker and stage_run.name == STAGE
         # the stage's tasks ran in the worker's flow run, and its own log lines reached it
         assert [t.name for t in task_runs(client, stage_run.id)] == ["generate@synthetic"]
-        messages = [m for _, m in run_logs(client, stage_run.id)]
-        assert any(m.startswith("synthetic: ") and m.endswith(f"files in {raw}") for m in messages)
+
+        def stage_line_logged() -> bool:
+            return any(m.startswith("synthetic: ") and m.endswith(f"files in {raw}")
+                       for _, m in run_logs(client, stage_run.id))  # fmt: skip
+
+        deadline = time.monotonic() + 60  # the worker ships its log lines in batches
+        while not stage_line_logged() and time.monotonic() < deadline:
+            time.sleep(2)
+        assert stage_line_logged(), tail
 
         # the README's cron example through the worker: DVC reruns the stage's command
         fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=60)
