@@ -136,9 +136,6 @@ class CorefTrain(LoopSettings):
     max_sentences: int = bounded(40, ge=1)  # training crop (L&G §4.1)
     exclude_singletons: bool = True  # CoNLL-2012 scoring convention
     resume: bool = True  # continue from <out_dir>/last.pt when its fingerprint matches
-    max_steps_per_epoch: int | None = bounded(
-        None, ge=1
-    )  # cap documents per epoch (quick runs); None = all
     # train the stage's seeds as one computation (models/coref/stacked.py); each seed's result
     # is the one it gets alone (to float tolerance), so this is a run-only setting
     seeds_stacked: bool = False
@@ -332,14 +329,11 @@ class CorefRecipe:
         train = self.splits["train"]
         order = list(range(len(train)))
         self.rng.shuffle(order)
-        if self.tcfg.max_steps_per_epoch:
-            order = order[: self.tcfg.max_steps_per_epoch]
-        for index in order:
+        for index in order:  # the loop stops after train.max_steps_per_epoch documents
             yield crop_document(train[index], self.tcfg.max_sentences, self.rng)
 
     def steps_per_epoch(self) -> int:
-        n = len(self.splits["train"])
-        return min(n, self.tcfg.max_steps_per_epoch or n)
+        return len(self.splits["train"])
 
     def step(self, doc: CorefDocument, device: torch.device) -> StepOutput:
         loss = self.model(tensorize(doc, self.vocab, self.features).to(device)).loss

@@ -100,8 +100,6 @@ class CoreLMTrain(LoopSettings):
     block_size: int = bounded(1024, ge=2)  # tokens per training window (GPT-2's context)
     lr: float = bounded(1e-5, gt=0)
     warmup_steps: int = bounded(100, ge=0)
-    max_steps_per_epoch: int | None = bounded(None, ge=1)  # a CPU budget: the first N
-    # batches of each epoch
     dev_max_windows: int | None = bounded(None, ge=1)  # a CPU budget: model selection on
     # the first N dev windows
     eval_batch_size: int = bounded(8, ge=1)
@@ -382,9 +380,7 @@ class CoreLMRecipe:
     def batches(self, epoch: int) -> Iterator[dict[str, torch.Tensor]]:
         order = cdata.batch_order(len(self.train), self.tcfg.batch_size, seed=self.tcfg.seed,
                                   epoch=epoch, shuffle=True)  # fmt: skip
-        for b, index in enumerate(order):
-            if b >= self.steps_per_epoch():
-                return
+        for index in order:  # the loop stops after train.max_steps_per_epoch batches
             yield cdata.pad_batch(self.train, index, self.backbone.bos_id)
 
     def _loss(self, batch, device, split: str, entity_mode) -> tuple[torch.Tensor, int]:

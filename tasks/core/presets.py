@@ -18,10 +18,14 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
     scales:
       cpu:   {overrides: [...], cost: "..."}   # measured on the development machine (source)
       paper: {overrides: [...], cost: "..."}
+    smoke:                        # after either scale: the embedded data, one batch per epoch
+      targets: [...]              # (CI runs every preset so: tests/flows/test_pipeline.py)
+      overrides: [...]
 
     uv run python -m tasks.core.presets list
     uv run python -m tasks.core.presets show entitynlm-prediction --scale paper
     uv run python -m tasks.core.presets run entitynlm-prediction --scale cpu [-- --queue ...]
+    uv run python -m tasks.core.presets run entitynlm-prediction --scale paper --smoke -- --temp
 """
 
 from __future__ import annotations
@@ -50,12 +54,24 @@ class ScaleSettings:
 
 
 @dataclass
+class SmokeSettings:
+    """A preset at one step on the embedded data: its scale's settings (model sizes, readers,
+    seeds stacked, precision...) on the project's own corpora and runs in place of the
+    mirror's (the keys the preset adds are removed first), one epoch of one batch; it checks
+    that the preset runs, not what it measures."""
+
+    targets: list[str]  # the embedded counterparts of the preset's targets
+    overrides: list[str] = field(default_factory=list)  # after the scale's
+
+
+@dataclass
 class Preset:
     """A presets/<name>.yaml file, parsed by the project's one strict parser."""
 
     title: str
     targets: list[str]  # dvc.yaml stages (name or name@item)
     scales: dict[str, ScaleSettings]  # cpu and paper
+    smoke: SmokeSettings
     mirror: bool = True
     overrides: list[str] = field(default_factory=list)
 
@@ -64,18 +80,28 @@ class Preset:
         if sorted(self.scales) != ["cpu", "paper"]:
             problems.append(f"{key_path(path, 'scales')}: must be exactly cpu and paper, "
                             f"got {sorted(self.scales)}")  # fmt: skip
-        for i, override in enumerate(self.all_overrides()):
-            if "=" not in override or override.startswith(("=", "+=")):
-                problems.append(f"{key_path(path, 'overrides')}: {override!r} (item {i}) "
-                                "is not key=value")  # fmt: skip
+        lists = {"overrides": self.overrides, "smoke.overrides": self.smoke.overrides,
+                 **{f"scales.{k}.overrides": v.overrides for k, v in self.scales.items()}}  # fmt: skip
+        for where, overrides in lists.items():
+            for i, override in enumerate(overrides):
+                if "=" not in override or override.startswith(("=", "+=")):
+                    problems.append(f"{key_path(path, where)}: {override!r} (item {i}) "
+                                    "is not key=value")  # fmt: skip
         if problems:
             raise ConfigError(problems)
 
-    def all_overrides(self) -> list[str]:
-        return [*self.overrides, *(o for s in self.scales.values() for o in s.overrides)]
+    def overrides_for(self, scale: Scale, smoke: bool = False) -> list[str]:
+        """The scale's overrides; with *smoke*, then `~key` for each key they add (`+key=`:
+        the mirror's runs, whose stages would feed the whole-directory deps of some targets)
+        and the smoke overlay."""
+        own = [*self.overrides, *self.scales[scale].overrides]
+        if not smoke:
+            return own
+        added = [o[1:].split("=", 1)[0] for o in own if o.startswith("+")]
+        return [*own, *(f"~{key}" for key in added), *self.smoke.overrides]
 
-    def overrides_for(self, scale: Scale) -> list[str]:
-        return [*self.overrides, *self.scales[scale].overrides]
+    def targets_for(self, smoke: bool = False) -> list[str]:
+        return self.smoke.targets if smoke else self.targets
 
 
 def names() -> list[str]:
@@ -98,14 +124,16 @@ def load(name: str) -> Preset:
         raise CorefreproError(f"{path}: {exc}") from None
 
 
-def command(name: str, scale: Scale, extra: list[str] | None = None) -> list[str]:
+def command(
+    name: str, scale: Scale, extra: list[str] | None = None, smoke: bool = False
+) -> list[str]:
     """The `dvc exp run` argv that runs preset *name* at *scale* (*extra*: more of its options,
-    e.g. --queue, --name)."""
+    e.g. --queue, --temp; *smoke*: one batch per epoch on the embedded data)."""
     preset = load(name)
     argv = ["dvc", "exp", "run"]
-    for override in preset.overrides_for(scale):
+    for override in preset.overrides_for(scale, smoke):
         argv += ["-S", override]
-    return [*argv, *(extra or []), *preset.targets]
+    return [*argv, *(extra or []), *preset.targets_for(smoke)]
 
 
 def _list() -> None:
@@ -126,13 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(verb, help=f"{verb} the dvc exp run command of a preset")
         p.add_argument("name", choices=names())
         p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
+        p.add_argument("--smoke", action="store_true",
+                       help="the scale's settings on the embedded data, one batch per epoch")  # fmt: skip
     argv = sys.argv[1:] if argv is None else list(argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []  # more `dvc exp run` arguments
     args = parser.parse_args(argv[: len(argv) - len(extra) - bool(extra or "--" in argv)])
     if args.verb == "list":
         _list()
         return 0
-    argv_ = command(args.name, args.scale, extra)
+    argv_ = command(args.name, args.scale, extra, args.smoke)
     print(shlex.join(["uv", "run", *argv_]), flush=True)
     if args.verb == "show":
         return 0

@@ -70,6 +70,8 @@ class LoopSettings:
     patience: int | None = bounded(5, ge=1)  # epochs without a better dev value before
     # stopping (None: never)
     max_time_s: float | None = bounded(None, gt=0)  # stop after the epoch that passes this
+    max_steps_per_epoch: int | None = bounded(None, ge=1)  # train on the first N batches of
+    # each epoch's order only (a CPU budget; a preset's smoke run takes 1). None: every batch
     clip: float = bounded(5.0, gt=0)  # max gradient norm
     accumulate: int = bounded(1, ge=1)  # batches per optimizer step (gradient accumulation):
     # an effective batch of accumulate x the family's batch size in the memory of one batch
@@ -246,6 +248,8 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
     lane_sums: list[dict[str, float]] = [{} for _ in range(_lane_count(recipe))]
     started = last_log = time.perf_counter()
     total = recipe.steps_per_epoch() if hasattr(recipe, "steps_per_epoch") else None
+    if total and settings.max_steps_per_epoch:
+        total = min(total, settings.max_steps_per_epoch)
     batches = _progress(recipe.batches(epoch), f"{name} epoch {epoch}", total)
     optimizer.zero_grad(set_to_none=True)
     pending = 0  # batches whose gradients wait for the optimizer step
@@ -271,6 +275,8 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
             loss = sums.get("loss_sum", 0.0) / max(sums.get("loss_n", 0.0), 1.0)
             log.info("  %s epoch %d: batch %d, train loss %.4f (%.0f s)", name, epoch, b, loss,
                      now - started)  # fmt: skip
+        if b == settings.max_steps_per_epoch:  # before the next batch is drawn
+            break
     if b % settings.accumulate and distributed.all_reduce_gradients(params, pending, ranks):
         _optimizer_step(optimizer, scheduler, scaler, params, settings.clip, recipe)  # the
         # epoch's last, shorter group
@@ -312,14 +318,16 @@ def _should_stop(state: LoopState, settings: LoopSettings, started: float, name:
     return False
 
 
-def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys, seconds) -> None:
-    """One line per epoch: train loss (and accuracy), the recipe's log_keys of dev, time."""
+def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys, timing) -> None:
+    """One line per epoch: train loss (and accuracy), the recipe's log_keys of dev, time
+    (the epoch's, and its training part's: a preset's cost per batch is the latter over
+    train.max_steps_per_epoch)."""
     shown = [f"dev_{k}" for k in keys] if keys else [k for k in row if k.startswith("dev_")]
     devs = " ".join(f"{k[4:]} {row[k]:.4f}" for k in shown if k in row)
     acc = f" acc {row['train_acc']:.3f}" if "train_acc" in row else ""
-    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s%s", name, row["epoch"],
-             settings.epochs, row["train_loss"], acc, devs, seconds,
-             " *" if improved else "")  # fmt: skip
+    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s (train %.1f s)%s", name,
+             row["epoch"], settings.epochs, row["train_loss"], acc, devs,
+             timing["epoch_time_s"], timing["train_time_s"], " *" if improved else "")  # fmt: skip
 
 
 def _resume(
@@ -537,8 +545,7 @@ def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing,
     if lane.log_metrics is not None:
         shown = {k: v for k, v in row.items() if k not in ("epoch", "best")}
         lane.log_metrics({**shown, **timing}, state.epoch)
-    _log_epoch(lane.name, settings, row, improved, getattr(recipe, "log_keys", None),
-               timing["epoch_time_s"])  # fmt: skip
+    _log_epoch(lane.name, settings, row, improved, getattr(recipe, "log_keys", None), timing)
 
 
 def load_best(fit_result: Fit, recipe: Recipe) -> dict[str, Any]:

@@ -15,7 +15,22 @@ from tests.conftest import REPO_ROOT
 from tests.core.test_params_strict import CASES
 from tests.flows.test_user_commands import ORIGINAL, PARAMS, _check_rewritten, _rewrite
 
-CELLS = [(name, scale) for name in presets.names() for scale in ("cpu", "paper")]
+CELLS = [
+    (name, scale, smoke)
+    for name in presets.names()
+    for scale in ("cpu", "paper")
+    for smoke in (False, True)
+]
+
+
+def _last_per_key(overrides: list[str]) -> list[str]:
+    """The overrides that stand after DVC applies them in order (a smoke overlay sets some
+    keys again: the later value wins; `~key` removes what `+key=` added)."""
+    from dvc.utils.hydra import to_hydra_overrides
+
+    keys = [o.key_or_group for o in to_hydra_overrides(overrides)]
+    last = [o for i, o in enumerate(overrides) if keys[i] not in keys[i + 1 :]]
+    return [o for o in last if not o.startswith("~")]
 
 
 def test_every_paper_table_with_data_has_a_preset():
@@ -25,23 +40,23 @@ def test_every_paper_table_with_data_has_a_preset():
     assert "corelm" in presets.names()  # CoreLM's two tables come from one training run
 
 
-@pytest.mark.parametrize(("name", "scale"), CELLS)
+@pytest.mark.parametrize(("name", "scale", "smoke"), CELLS)
 def test_a_preset_gives_a_pipeline_dvc_builds_and_every_stage_accepts(
-    name, scale, tmp_path, monkeypatch
+    name, scale, smoke, tmp_path, monkeypatch
 ):
     from dvc.repo import Repo
 
-    overrides = presets.load(name).overrides_for(scale)
+    overrides = presets.load(name).overrides_for(scale, smoke)
     repo = tmp_path / "repo"
     repo.mkdir()
     Repo.init(repo, no_scm=True).close()
     shutil.copy(REPO_ROOT / "dvc.yaml", repo / "dvc.yaml")
     shutil.copy(PARAMS, repo / "params.yaml")
     _rewrite(repo / "params.yaml", overrides)  # what `dvc exp run -S` does
-    data = _check_rewritten(repo / "params.yaml", overrides, ORIGINAL)
+    data = _check_rewritten(repo / "params.yaml", _last_per_key(overrides), ORIGINAL)
     with Repo(str(repo)) as dvc:
         stages = {s.name for s in dvc.index.stages}
-    for target in presets.load(name).targets:
+    for target in presets.load(name).targets_for(smoke):
         assert target in stages or any(s.startswith(f"{target}@") for s in stages), target
     # the project's strict parser: every stage's section, every corpus's namespaces
     monkeypatch.setattr(config, "_load", lambda path: data)
@@ -52,6 +67,8 @@ def test_a_preset_gives_a_pipeline_dvc_builds_and_every_stage_accepts(
         eval(expr, dict(__import__(module, fromlist=["_"]).__dict__))  # noqa: S307
     for corpus in data["corpora"]:
         download_settings(corpus), normalize_settings(corpus)
+    if smoke:  # the embedded data only: no stage it runs reads the mirror
+        assert set(data["corpora"]) == {"synthetic", "handmade"}
 
 
 def test_show_prints_the_dvc_exp_run_command(capsys):
@@ -76,13 +93,17 @@ BAD = {
     "scales:\n  cpu: {cost: x}\n": "scales: must be exactly cpu and paper",
     "scales:\n  cpu: {cost: x}\n  paper: {cost: y, overides: []}\n": "scales.paper.overides: unknown setting (did you mean overrides?)",
     "overrides: [corpora]\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "'corpora' (item 0) is not key=value",
+    "smoke: {targets: [train_mage], overrides: [x=1, y]}\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke.overrides: 'y' (item 1) is not key=value",
+    "scales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke: missing setting (it has no default)",
 }
+SMOKE = "smoke: {targets: [train_mage]}\n"
 
 
 @pytest.mark.parametrize("body", sorted(BAD))
 def test_a_bad_preset_is_one_line_naming_the_file_and_key(body, tmp_path, monkeypatch):
     monkeypatch.setattr(presets, "PRESETS_DIR", tmp_path)
-    (tmp_path / "bad.yaml").write_text(f"title: t\ntargets: [train_mage]\n{body}")
+    smoke = SMOKE if "smoke" not in BAD[body] + body else ""
+    (tmp_path / "bad.yaml").write_text(f"title: t\ntargets: [train_mage]\n{smoke}{body}")
     with pytest.raises(CorefreproError, match=rf"{tmp_path}/bad.yaml: .*") as err:
         presets.load("bad")
     assert BAD[body] in str(err.value)

@@ -167,6 +167,37 @@ def test_accumulating_two_half_batches_is_one_whole_batch(tmp_path):
     assert not torch.allclose(plain.model.weight, halves.model.weight, atol=1e-3)
 
 
+def test_max_steps_per_epoch_trains_the_first_batches_and_draws_no_more(tmp_path):
+    """train.max_steps_per_epoch: N batches of each epoch's order, the same N a full epoch
+    starts with; the recipe's generator is not advanced past them (its RNG draws, e.g. coref's
+    crops, stay those of a run over the first N batches), and accumulate's last group steps."""
+    drawn: list[int] = []
+
+    class Counted(ToyRecipe):
+        def batches(self, epoch):
+            for b, batch in enumerate(super().batches(epoch), 1):
+                drawn.append(b)
+                yield batch
+
+    capped = Counted(batch=8)
+    fit(capped, settings(epochs=2, max_steps_per_epoch=3, accumulate=2), tmp_path / "a",
+        name="toy")  # fmt: skip
+    assert drawn == [1, 2, 3, 1, 2, 3]  # of 8 batches per epoch
+    # the same first 3 batches by hand: one step on batches 1-2, one on batch 3, per epoch
+    manual = ToyRecipe(batch=8)
+    optimizer, _ = manual.optimizer()
+    for epoch in (1, 2):
+        batches = list(manual.batches(epoch))[:3]
+        for group in (batches[:2], batches[2:]):
+            for idx in group:
+                (manual.step(idx, torch.device("cpu")).loss / 2).backward()
+            torch.nn.utils.clip_grad_norm_(list(manual.model.parameters()), 5.0)
+            optimizer.step()
+            optimizer.zero_grad()
+    for a, b in zip(capped.model.parameters(), manual.model.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "key, value, message",
     [
