@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from tasks.core import presets
 from tests.conftest import copy_checkout, run_ok
 
 pytestmark = pytest.mark.slow
@@ -299,22 +300,20 @@ def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo)
     assert not list((repo / "artifacts" / ".tmp").glob("*"))  # RANK 1's writes left nothing
 
 
-def test_every_preset_runs_one_batch_on_the_embedded_data(fresh_repo):
-    """Issue #29.7: every preset at paper scale with its smoke overlay, as a user runs it
+@pytest.mark.parametrize("name", presets.names())
+def test_every_preset_runs_one_batch_on_the_embedded_data(fresh_repo, name):
+    """Issue #29.7: each preset at paper scale with its smoke overlay, as a user runs it
     (`presets run NAME --scale paper --smoke -- --temp`): a DVC experiment outside the
     workspace whose targets train one batch for one epoch and evaluate; the workspace is
     untouched. Paper scale: its settings hold the CPU scale's readers and options (the CPU
     scale's smaller sizes are the embedded default's); both parse in test_presets.py."""
-    from tasks.core import presets
-
     repo, env = fresh_repo
     run_ok([sys.executable, "-m", "dvc", "repro"], repo, env)  # a no-op after the first test
-    for name in presets.names():
-        argv = ["run", name, "--scale", "paper", "--smoke", "--", "--temp"]
-        out = run_ok([sys.executable, "-m", "tasks.core.presets", *argv], repo, env, 1800)
-        assert "Ran experiment(s): " in out, name
-        for target in presets.load(name).targets_for(smoke=True):
-            assert f"Running stage '{target}" in out, (name, target)
-        assert " epoch 1/1: train loss " in out, name  # the one epoch the overlay asks for
+    argv = ["run", name, "--scale", "paper", "--smoke", "--", "--temp"]
+    out = run_ok([sys.executable, "-m", "tasks.core.presets", *argv], repo, env)
+    assert "Ran experiment(s): " in out
+    for target in presets.load(name).targets_for(smoke=True):
+        assert f"Running stage '{target}" in out, target
+    assert " epoch 1/1: train loss " in out  # the one epoch the overlay asks for
     assert run_ok(["git", "status", "--porcelain"], repo, env).strip() == ""
     assert json.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env)) == {}
