@@ -68,11 +68,16 @@ def mirror_session() -> Path:
     return path
 
 
-def run_ok(args: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> str:
-    """Run a command; fail the test with its output tail if it exits non-zero."""
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+def run_ok(
+    args: list[str], cwd: Path, env: dict[str, str], timeout: int = 900, stderr_too: bool = False
+) -> str:
+    """Run a command; fail the test with its output tail if it exits non-zero. Returns its
+    stdout, or with *stderr_too* both streams in order (a DVC stage's logs go to stderr)."""
+    proc = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.PIPE, text=True,
+                          stderr=subprocess.STDOUT if stderr_too else subprocess.PIPE,
+                          timeout=timeout)  # fmt: skip
     assert proc.returncode == 0, (
-        f"{' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        f"{' '.join(args)} failed:\n{proc.stdout[-6000:]}\n{(proc.stderr or '')[-3000:]}"
     )
     return proc.stdout
 

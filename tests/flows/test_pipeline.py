@@ -310,10 +310,7 @@ def test_every_preset_runs_one_batch_on_the_embedded_data(fresh_repo, name):
     repo, env = fresh_repo
     run_ok([sys.executable, "-m", "dvc", "repro"], repo, env)  # a no-op after the first test
     argv = ["run", name, "--scale", "paper", "--smoke", "--", "--temp"]
-    proc = subprocess.run([sys.executable, "-m", "tasks.core.presets", *argv], cwd=repo, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    out = proc.stdout  # DVC's lines and the stages' logs (their stderr), in order
-    assert proc.returncode == 0, out[-6000:]
+    out = run_ok([sys.executable, "-m", "tasks.core.presets", *argv], repo, env, stderr_too=True)
     assert "Ran experiment(s): " in out
     for target in presets.load(name).targets_for(smoke=True):
         assert f"Running stage '{target}" in out, target
