@@ -77,6 +77,7 @@ from tasks.training.loop import (
     LAST,
     LoopSettings,
     Precision,
+    Recipe,
     StepOutput,
     fit,
     fit_lanes,
@@ -114,7 +115,6 @@ CorefModelSettings = make_dataclass(
 )  # fmt: skip
 CorefModelSettings.__module__ = __name__  # its annotations resolve here (builtins only)
 EMBEDDING_DEFAULTS: dict[str, Any] = settings_to_dict(CorefEmbeddings())
-MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(CorefModelSettings())
 # Memory-only settings: results do not depend on them, so a checkpoint may be loaded with others.
 RUNTIME_KEYS = ("encode_window", "pair_chunk")
 # How the LM features are obtained, not what the model is: not in the checkpoint's config.
@@ -139,9 +139,6 @@ class CorefTrain(LoopSettings):
     # train the stage's seeds as one computation (models/coref/stacked.py); each seed's result
     # is the one it gets alone (to float tolerance), so this is a run-only setting
     seeds_stacked: bool = False
-
-
-TRAIN_DEFAULTS: dict[str, Any] = settings_to_dict(CorefTrain())
 
 
 # --------------------------------------------------------------------------- configuration
@@ -302,7 +299,7 @@ def decayed_adam(model: torch.nn.Module, tcfg: CorefTrain) -> tuple[torch.optim.
     )
 
 
-class CorefRecipe:
+class CorefRecipe(Recipe):
     """The coreference model's part of the shared loop (tasks/training/loop.py): one
     (cropped) document per step in a seeded order, Adam with Lee et al.'s step decay, the
     marginal log-likelihood of gold antecedents, dev CoNLL F1 as the selection rule."""
@@ -363,7 +360,7 @@ class CorefRecipe:
         self.rng.setstate(state["rng"])
 
 
-class StackedCorefRecipe:
+class StackedCorefRecipe(Recipe):
     """CorefRecipe for K seeds trained as one computation (models/coref/stacked.py), one lane
     of the loop per seed (tasks/training/loop.py fit_lanes). Seed k is one CorefRecipe built
     as a separate run builds it (seeded, then its model, then its document order and crops),
@@ -400,7 +397,7 @@ class StackedCorefRecipe:
         lane_stats = [{"loss_sum": float(loss.detach()), "loss_n": 1} for loss in losses]
         return StepOutput(torch.stack(losses).sum(), {}, lane_stats)
 
-    def clip_gradients(self, clip: float) -> None:
+    def clip_gradients(self, clip: float, params: list[torch.nn.Parameter]) -> None:
         """Each seed's gradient norm clipped on its own, as clip_grad_norm_ does alone."""
         for r in self.recipes:
             torch.nn.utils.clip_grad_norm_([p for p in r.model.parameters() if p.requires_grad],
@@ -560,7 +557,7 @@ def _final(recipe: CorefRecipe, result, embeddings, started: float, log_metrics)
 
 # --------------------------------------------------------------------------- the DVC stage
 # params.yaml train_coref: corpora, drop_singletons, seeds, model (shared model settings),
-# encoders {name: model overrides}, train (TRAIN_DEFAULTS keys).
+# encoders {name: model overrides}, train (CorefTrain fields).
 
 
 STAGE = "train_coref"
@@ -755,8 +752,6 @@ __all__ = [
     "BEST",
     "HISTORY",
     "LAST",
-    "MODEL_DEFAULTS",
-    "TRAIN_DEFAULTS",
     "CheckpointMismatchError",
     "checkpoint_config",
     "encoder_model_cfg",

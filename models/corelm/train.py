@@ -58,7 +58,15 @@ from tasks.core.layout import docs_dir, graphs_dir
 from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.core.storage import read_table
 from tasks.core.tracking import log_metrics, tracked_run
-from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
+from tasks.training.loop import (
+    LoopSettings,
+    Precision,
+    Recipe,
+    StepOutput,
+    fit,
+    load_best,
+    torch_threads,
+)
 
 log = logging.getLogger("corefrepro.train_corelm")
 
@@ -294,7 +302,7 @@ def build_model(
 # --------------------------------------------------------------------------- recipe
 
 
-class CoreLMRecipe:
+class CoreLMRecipe(Recipe):
     """FT or CoreLM on the shared loop: RAdam with warm-up and linear decay (App. A), seeded
     window order, next-token cross-entropy; dev = mean token loss (lower is better)."""
 

@@ -64,7 +64,15 @@ from tasks.core.settings import ConfigError, bounded, key_path, parse_settings, 
 from tasks.core.tracking import log_metrics, tracked_run
 from tasks.evaluation.lm import perplexity
 from tasks.evaluation.ngram import NgramSettings
-from tasks.training.loop import LoopSettings, Precision, StepOutput, fit, load_best, torch_threads
+from tasks.training.loop import (
+    LoopSettings,
+    Precision,
+    Recipe,
+    StepOutput,
+    fit,
+    load_best,
+    torch_threads,
+)
 
 log = logging.getLogger("corefrepro.train_entitynlm")
 
@@ -222,7 +230,7 @@ def documents_fingerprint(splits: Mapping[str, Sequence[Document]]) -> str:
     return digest.hexdigest()
 
 
-class LMRecipe:
+class LMRecipe(Recipe):
     """One of the two models' part of the shared loop: token-budget batches of documents in a
     seeded order, per-word negative log-likelihood, dev perplexity as the selection rule."""
 
@@ -247,7 +255,7 @@ class LMRecipe:
         kind = {"adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad}[self.tcfg.optimizer]
         return kind(groups, lr=self.tcfg.lr), None
 
-    def clip_gradients(self, clip: float) -> None:
+    def clip_gradients(self, clip: float, params: list[torch.nn.Parameter]) -> None:
         """The loop's clip (tasks/training/loop.py): each model's gradient norm to `clip`
         (clip_scope per_model), or one norm over all of them (joint)."""
         if self.tcfg.clip_scope == "joint":

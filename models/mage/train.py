@@ -93,6 +93,7 @@ from tasks.training.loop import (
     Fit,
     LoopSettings,
     Precision,
+    Recipe,
     StepOutput,
     fit,
     fit_lanes,
@@ -105,34 +106,6 @@ log = logging.getLogger("corefrepro.train_mage")
 SEED_METRICS = "metrics.json"
 PER_SEED_KEYS = ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s", "subsets")
 READERS = {"bigru": BiGRUReader, "ga": GAReader}
-MODEL_DEFAULTS: dict[str, Any] = {
-    "reader": "bigru",  # bigru | ga
-    "encoder": "gru",  # gru | mage | dagrnn (= mage with mage_mode dagrnn)
-    "mage_mode": "split",  # split | shared | dagrnn
-    "coref_size": 16,  # d of "MAGE (d)": coreference part of the hidden state
-    "hidden_size": 256,  # total per direction, fixed for all models (§4.2)
-    "embed_dim": 128,
-    "one_hot": False,  # the "+ one-hot" baseline (§4.1)
-    "dropout": 0.2,
-    "num_layers": 3,  # GA reader layers
-}
-TRAIN_DEFAULTS: dict[str, Any] = {
-    "epochs": 30,
-    "batch_size": 32,
-    "eval_batch_size": 64,
-    "lr": 1e-3,
-    "weight_decay": 0.0,
-    "clip": 10.0,  # max gradient norm
-    "patience": 5,  # epochs without a higher dev accuracy before stopping
-    "max_time_s": None,  # stop after the epoch that passes this wall time (machine-dependent)
-    "seed": 1,
-    "pool_batches": 20,  # length-bucketing pool (models.mage.data.batch_order)
-    "device": "auto",  # auto | cpu | cuda
-    "precision": "auto",  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
-    "threads": None,  # torch intra-op threads on CPU (None: leave as is)
-    "log_every_s": 60.0,  # in-epoch progress lines for long epochs
-    **DATA_DEFAULTS,  # data settings (models.mage.data)
-}
 
 
 # --------------------------------------------------------------------------- configuration
@@ -183,9 +156,6 @@ class MageTrain(LoopSettings, ReaderDataSettings):
     # result is the one it gets alone (to float tolerance), so this is a run-only setting
     seeds_stacked: bool = False
 
-
-MODEL_DEFAULTS: dict[str, Any] = settings_to_dict(MageModel())
-TRAIN_DEFAULTS: dict[str, Any] = settings_to_dict(MageTrain())
 
 # recipe "authors" (module docstring): the released code's values, model and train parts
 AUTHORS_RECIPE: dict[str, dict[str, Any]] = {
@@ -341,7 +311,7 @@ def evaluate(
 # --------------------------------------------------------------------------- training
 
 
-class ReaderRecipe:
+class ReaderRecipe(Recipe):
     """The MAGE readers' part of the shared loop (tasks/training/loop.py): Adam, seeded
     length-bucketed batches, the answer's negative log-likelihood, dev accuracy (ties broken
     by the lower dev loss) as the selection rule."""
@@ -360,7 +330,7 @@ class ReaderRecipe:
         )
         return self._optimizer, None
 
-    def clip_gradients(self, clip: float) -> None:
+    def clip_gradients(self, clip: float, params: list[torch.nn.Parameter]) -> None:
         """clip_mode "norm": the gradient's norm (as the loop would); "value": each element
         into [-clip, clip] (the authors' GA.py)."""
         _clip(list(self.model.parameters()), clip, self.tcfg.clip_mode)
@@ -555,7 +525,7 @@ def _seed_rows(k: int, items: int, per_seed: int) -> slice:
     return slice(k * per_seed, k * per_seed + items)
 
 
-class StackedReaderRecipe:
+class StackedReaderRecipe(Recipe):
     """ReaderRecipe for K seeds trained as one batched model (models/mage/stacked.py), one lane
     of the loop per seed (tasks/training/loop.py fit_lanes). Seed k is initialised, ordered
     (its own batch order), dropped out (its own generator), clipped and selected as alone;
@@ -632,7 +602,7 @@ class StackedReaderRecipe:
             lane_stats.append(stats)
         return StepOutput(total, {}, lane_stats)
 
-    def clip_gradients(self, clip: float) -> None:
+    def clip_gradients(self, clip: float, params: list[torch.nn.Parameter]) -> None:
         """Each seed's gradient norm clipped on its own, as clip_grad_norm_ does alone (by
         value: element-wise, so the same stacked or alone)."""
         if self.tcfgs[0].clip_mode == "value":
@@ -1074,8 +1044,6 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
 
 
 __all__ = [
-    "MODEL_DEFAULTS",
-    "TRAIN_DEFAULTS",
     "CheckpointMismatchError",
     "build_model",
     "checkpoint_config",

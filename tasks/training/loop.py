@@ -14,7 +14,7 @@ step() gives StepOutput.lane_stats, evaluate() a list of dev dicts, lane_model(k
 to checkpoint, checkpoint_info(k) its extras. `fit_lanes` then keeps for each lane what `fit`
 keeps for one model -- learning curve, best-on-dev selection and checkpoint, early stopping --
 in its own directory; a lane that stops early is left out of later epochs' bookkeeping (the
-recipe may keep computing it). A recipe may define clip_gradients(clip) to clip per lane.
+recipe may keep computing it). Its clip_gradients clips per lane.
 
 Resume: with `resume`, last.pt is written after every epoch with the optimizer, schedule and
 RNG states and a fingerprint of everything the result depends on (the recipe's and model's
@@ -102,9 +102,15 @@ class StepOutput:
 
 class Recipe(Protocol):
     """A family's part of training. The loop calls, in this order: optimizer() once,
-    then per epoch batches(epoch) and step() per batch, evaluate("dev") after the epoch."""
+    then per epoch batches(epoch) and step() per batch, evaluate("dev") after the epoch.
+
+    A recipe class subclasses Recipe: it must define the methods without a body here and
+    inherits the optional hooks below (lanes, log_keys, steps_per_epoch, clip_gradients,
+    lane_model), overriding the ones it needs."""
 
     model: torch.nn.Module
+    lanes: int = 0  # > 0: that many models trained as one batched computation (fit_lanes)
+    log_keys: tuple[str, ...] = ()  # the dev metrics of the epoch line; (): every dev_ key
 
     def optimizer(self) -> tuple[torch.optim.Optimizer, Any]: ...  # (optimizer, scheduler|None)
     def batches(self, epoch: int) -> Iterable[Any]: ...
@@ -116,6 +122,19 @@ class Recipe(Protocol):
     def fingerprint(self) -> dict[str, Any]: ...
     def state_dict(self) -> dict[str, Any]: ...
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+    def steps_per_epoch(self) -> int | None:
+        """Training batches per epoch, for the progress bar's total; None: unknown."""
+        return None
+
+    def clip_gradients(self, clip: float, params: list[torch.nn.Parameter]) -> None:
+        """Clip before the optimizer step: the norm of `params` (the optimizer's) to `clip`;
+        a recipe with lanes clips each lane apart, as it would alone."""
+        torch.nn.utils.clip_grad_norm_(params, clip)
+
+    def lane_model(self, k: int) -> torch.nn.Module:
+        """The model of lane k, to checkpoint (recipes with lanes)."""
+        raise NotImplementedError(f"{type(self).__name__} has no lanes")
 
 
 @dataclass
@@ -218,19 +237,12 @@ def _progress(batches: Iterable[Any], label: str, total: int | None) -> Iterable
 def _optimizer_step(optimizer, scheduler, scaler, params, clip: float, recipe) -> None:
     """Apply the gradients accumulated since the last step (clipped), then clear them."""
     scaler.unscale_(optimizer)
-    if hasattr(recipe, "clip_gradients"):  # e.g. per stacked seed
-        recipe.clip_gradients(clip)
-    else:
-        torch.nn.utils.clip_grad_norm_(params, clip)
+    recipe.clip_gradients(clip, params)
     scaler.step(optimizer)
     scaler.update()
     if scheduler is not None:
         scheduler.step()
     optimizer.zero_grad(set_to_none=True)
-
-
-def _lane_count(recipe) -> int:
-    return int(getattr(recipe, "lanes", 0) or 0)
 
 
 def _add(sums: dict[str, float], stats: Mapping[str, float]) -> None:
@@ -245,9 +257,9 @@ def _train_epoch(recipe, epoch, optimizer, scheduler, scaler, precision, setting
     recipe.model.train()
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = {}
-    lane_sums: list[dict[str, float]] = [{} for _ in range(_lane_count(recipe))]
+    lane_sums: list[dict[str, float]] = [{} for _ in range(recipe.lanes)]
     started = last_log = time.perf_counter()
-    total = recipe.steps_per_epoch() if hasattr(recipe, "steps_per_epoch") else None
+    total = recipe.steps_per_epoch()
     if total and settings.max_steps_per_epoch:
         total = min(total, settings.max_steps_per_epoch)
     batches = _progress(recipe.batches(epoch), f"{name} epoch {epoch}", total)
@@ -395,7 +407,7 @@ def fit(
     """Train `recipe.model` for settings.epochs epochs with best-on-dev selection; writes
     <out_dir>/best.pt (and last.pt with resume) and history.json. The recipe's model must be
     initialised (seeded) by the caller; the loop moves it to the chosen device."""
-    if _lane_count(recipe):
+    if recipe.lanes:
         raise TypeError(f"{type(recipe).__name__} trains {recipe.lanes} lanes: use fit_lanes")
     return _fit(recipe, settings, [_Lane(Path(out_dir), name, log_metrics)])[0]
 
@@ -411,8 +423,8 @@ def fit_lanes(
     """`fit` for a recipe with lanes (several models trained as one computation, e.g. seeds
     stacked): lane k is selected, stopped and checkpointed in out_dirs[k] as `fit` would do for
     it alone. No resume (last.pt) for lanes."""
-    if _lane_count(recipe) != len(out_dirs) or len(names) != len(out_dirs):
-        raise ValueError(f"recipe has {_lane_count(recipe)} lanes, {len(out_dirs)} out_dirs, "
+    if recipe.lanes != len(out_dirs) or len(names) != len(out_dirs):
+        raise ValueError(f"recipe has {recipe.lanes} lanes, {len(out_dirs)} out_dirs, "
                          f"{len(names)} names")  # fmt: skip
     if settings.resume:
         raise ValueError("resume is not supported for lanes (stacked seeds): set resume false")
@@ -437,7 +449,7 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         scaler = precision.scaler()
         expected = fingerprint(recipe, settings)
         last = lanes[0].out_dir / LAST
-        if len(lanes) == 1 and not _lane_count(recipe):
+        if len(lanes) == 1 and not recipe.lanes:
             lanes[0].state = _resume(recipe, optimizer, scheduler, scaler, last, expected, settings)
             resumed_from = lanes[0].state.epoch
         _barrier(ranks)  # every process has read last.pt before the main one rewrites it
@@ -519,7 +531,7 @@ def _run_epoch(recipe, lanes: list[_Lane], optimizer, scheduler, scaler, precisi
                         ranks)  # fmt: skip
     train_time = time.perf_counter() - t0
     dev = recipe.evaluate("dev", precision)
-    sums, dev = (sums, dev) if _lane_count(recipe) else ([sums], [dev])
+    sums, dev = (sums, dev) if recipe.lanes else ([sums], [dev])
     timing = {"train_time_s": train_time, "epoch_time_s": time.perf_counter() - t0}
     for k in active:
         _record(recipe, k, lanes[k], sums[k], dev[k], optimizer, settings, timing, ranks.main)
@@ -529,7 +541,7 @@ def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing,
             writes: bool = True) -> None:  # fmt: skip
     """One lane's epoch: the row of its curve, selection, its best checkpoint (when this
     process `writes`: the main one of a distributed run), its log."""
-    state, lanes = lane.state, _lane_count(recipe)
+    state, lanes = lane.state, recipe.lanes
     row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
     key, patience_value = recipe.selection(dev)
     improved = _select(state, key, patience_value)
@@ -545,7 +557,7 @@ def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing,
     if lane.log_metrics is not None:
         shown = {k: v for k, v in row.items() if k not in ("epoch", "best")}
         lane.log_metrics({**shown, **timing}, state.epoch)
-    _log_epoch(lane.name, settings, row, improved, getattr(recipe, "log_keys", None), timing)
+    _log_epoch(lane.name, settings, row, improved, recipe.log_keys, timing)
 
 
 def load_best(fit_result: Fit, recipe: Recipe) -> dict[str, Any]:

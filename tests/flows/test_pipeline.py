@@ -267,8 +267,9 @@ def test_a_team_shares_the_trained_pipeline_through_a_dvc_remote(fresh_repo, tmp
 
 def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo):
     """#29.1: train.nproc 2 turns the stage command into torchrun's 2 processes (gloo on the
-    CPU); RANK 0 alone writes the checkpoints and metrics and opens the MLflow run. Runs last:
-    it retrains train_coref@baseline with other settings (params.yaml is restored)."""
+    CPU); RANK 0 alone writes the checkpoints and metrics and opens the MLflow run. It
+    retrains train_coref@baseline with other settings, then puts the workspace back (params.yaml,
+    the stage's metrics and artifacts) so the tests after it see the committed outputs."""
     repo, env = fresh_repo
     runs = (
         "import mlflow; mlflow.set_tracking_uri('sqlite:///mlflow.db');"
@@ -298,6 +299,10 @@ def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo)
     assert json.loads((repo / "metrics" / "train_coref" / "baseline.json").read_text())
     assert int(run_ok([sys.executable, "-c", runs], repo, env).split()[-1]) == before + 1
     assert not list((repo / "artifacts" / ".tmp").glob("*"))  # RANK 1's writes left nothing
+    run_ok(["git", "checkout", "--", "metrics/train_coref/baseline.json"], repo, env)
+    run_ok([sys.executable, "-m", "dvc", "checkout", "--force", "train_coref@baseline"], repo, env)
+    assert run_ok(["git", "status", "--porcelain"], repo, env).strip() == ""
+    assert json.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env)) == {}
 
 
 @pytest.mark.parametrize("name", presets.names())

@@ -16,13 +16,14 @@ from tasks.training.loop import (
     LAST,
     LoopSettings,
     NoCheckpointError,
+    Recipe,
     StepOutput,
     fit,
     load_best,
 )
 
 
-class ToyRecipe:
+class ToyRecipe(Recipe):
     """Logistic regression on a fixed random problem; dev accuracy is the selection key."""
 
     log_keys = ("acc",)
