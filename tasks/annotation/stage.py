@@ -204,13 +204,16 @@ def merge_shards(p: Plan, results: list[dict[str, Any]], elapsed: float) -> dict
     shutil.rmtree(p.cache_dir, ignore_errors=True)
     documents = sum(r["documents"] for r in results)
     fresh = [r for r in results if not r["cached"]]
+    if len(fresh) < len(results):  # how this run went, not what it made: a log line only, so
+        # a resumed run's metrics are the bytes of an uninterrupted one
+        log.info("%s: %d of %d shards reused from the cache", p.run,
+                 len(results) - len(fresh), len(results))  # fmt: skip
     return {
         "run": p.run,
         "corpus": p.corpus,
         "annotator": p.annotator,
         "documents": documents,
         "shards": len(p.shards),
-        "shards_reused": len(results) - len(fresh),
         "mentions": sum(t.num_rows for t in tables[MENTIONS]),
         "query_mentions": sum(t.num_rows for t in tables[QUERY_MENTIONS]),
         "seconds": round(elapsed, 3),

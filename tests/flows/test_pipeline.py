@@ -216,7 +216,8 @@ def test_interrupted_annotation_resumes_from_finished_shards(fresh_repo):
     repo, env = fresh_repo
     run = "synthetic-entity-id"
     out = repo / "data" / "mentions" / run / "mentions.parquet"
-    before = out.read_bytes()
+    metrics = repo / "metrics" / "annotate" / f"{run}.json"
+    before, metrics_before = out.read_bytes(), metrics.read_bytes()
     # a run that finished only its first shard before being killed
     code = (
         "from tasks.annotation.stage import plan, annotate_shard\n"
@@ -238,6 +239,8 @@ def test_interrupted_annotation_resumes_from_finished_shards(fresh_repo):
     docs = pq.read_table(repo / "data" / "docs" / "synthetic" / "documents.parquet").num_rows
     assert f"annotate@{run}: {docs}/{docs} docs (" in proc.stderr  # the closing progress line
     assert out.read_bytes() == before  # same bytes as the uninterrupted run
+    assert metrics.read_bytes() == metrics_before  # its metrics too (no run history in them)
+    assert "1 of " in proc.stderr and " shards reused from the cache" in proc.stderr
     assert not any((repo / "data" / "cache" / "annotate" / run).iterdir())  # cache cleared
 
 
@@ -301,8 +304,10 @@ def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo)
     assert not list((repo / "artifacts" / ".tmp").glob("*"))  # RANK 1's writes left nothing
     run_ok(["git", "checkout", "--", "metrics/train_coref/baseline.json"], repo, env)
     run_ok([sys.executable, "-m", "dvc", "checkout", "--force", "train_coref@baseline"], repo, env)
-    assert run_ok(["git", "status", "--porcelain"], repo, env).strip() == ""
-    assert json.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env)) == {}
+    assert run_ok(["git", "status", "--porcelain", "--", "metrics", "params.yaml"], repo, env) == ""
+    status = run_ok([sys.executable, "-m", "dvc", "status", "--json", "train_coref@baseline"],
+                    repo, env)  # fmt: skip
+    assert json.loads(status) == {}
 
 
 @pytest.mark.parametrize("name", presets.names())

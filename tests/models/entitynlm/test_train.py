@@ -84,13 +84,13 @@ def test_the_proposals_gradient_does_not_shrink_entitynlms_clip():
     (per_model); under the earlier joint clip it shrinks to 5 * 3 / sqrt(3^2 + 400^2)."""
     recipe = _recipe("per_model")
     _fill_gradients(recipe, 3.0, 400.0)
-    recipe.clip_gradients(5.0)
+    recipe.clip_gradients(5.0, list(recipe.model.parameters()))
     assert abs(_norm(recipe.model.lm) - 3.0) < 1e-4
     assert abs(_norm(recipe.model.proposal) - 5.0) < 1e-4
 
     joint = _recipe("joint")
     _fill_gradients(joint, 3.0, 400.0)
-    joint.clip_gradients(5.0)
+    joint.clip_gradients(5.0, list(joint.model.parameters()))
     assert abs(_norm(joint.model.lm) - 5 * 3 / (3**2 + 400**2) ** 0.5) < 1e-4
 
 
@@ -101,7 +101,7 @@ def test_rnnlm_is_clipped_as_one_model():
     recipe = train.LMRecipe("rnnlm", splits, vocab, mcfg, train.TrainSettings(device="cpu"))
     for p in recipe.model.parameters():
         p.grad = torch.full_like(p, 10.0)
-    recipe.clip_gradients(1.0)
+    recipe.clip_gradients(1.0, list(recipe.model.parameters()))
     assert abs(_norm(recipe.model) - 1.0) < 1e-4
 
 

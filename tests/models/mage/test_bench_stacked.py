@@ -140,7 +140,7 @@ def stacked_epoch(data, mcfg, seeds) -> tuple[float, float]:
         out = recipe.step(folded, torch.device("cpu"))
         optimizer.zero_grad(set_to_none=True)
         out.loss.backward()
-        recipe.clip_gradients(tcfgs[0].clip)
+        recipe.clip_gradients(tcfgs[0].clip, list(recipe.model.parameters()))
         optimizer.step()
     return time.perf_counter() - started, folded_positions / own
 

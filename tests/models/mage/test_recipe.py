@@ -160,7 +160,7 @@ def test_clipping_by_value_and_by_norm():
         recipe.tcfg = tr.resolve_train_cfg({"clip_mode": mode})
         recipe.model.weight.grad = torch.tensor([[30.0, -0.5, 2.0], [-12.0, 0.1, 0.0]])
         recipe.model.bias.grad = torch.tensor([4.0, -40.0])
-        recipe.clip_gradients(10.0)
+        recipe.clip_gradients(10.0, list(recipe.model.parameters()))
         g = torch.cat([recipe.model.weight.grad.flatten(), recipe.model.bias.grad])
         if mode == "value":
             assert g.tolist() == pytest.approx([10, -0.5, 2, -10, 0.1, 0, 4, -10])
