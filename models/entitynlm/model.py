@@ -339,7 +339,8 @@ class EntityNLM(nn.Module):
                               device=count.device)  # fmt: skip
 
         def at(c, s):
-            return starts[s] + rank[c]
+            # s > steps only for rows the caller masks out (a batch without mentions: steps 0)
+            return starts[s.clamp(max=steps)] + rank[c]
 
         return table, at
 

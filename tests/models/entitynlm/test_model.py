@@ -112,3 +112,16 @@ def test_a_few_training_steps_lower_the_loss():
             loss().backward()
             opt.step()
         assert float(loss()) < 0.7 * first
+
+
+def test_a_batch_without_any_mention_is_scored():
+    """A document whose clustering has no mention at all (a k-best tree of a weak coreference
+    model on GUM) is scored like any other: only R and the words, no entity state (the chain
+    table has no steps; rerank_entitynlm@gum stopped on an IndexError there)."""
+    plain = doc(["w0", "w1", "w2"], [(0, -1, 0)] * 3, "plain")
+    model = random_model(6, l_max=3)
+    with torch.no_grad():
+        lp = model.token_log_probs(collate([plain], VOCAB))
+        joint = model.log_joint(collate([plain], VOCAB))
+    assert (lp["e"] == 0).all() and (lp["l"] == 0).all() and (lp["r"][0] < 0).all()
+    assert torch.isfinite(joint).all() and joint.shape == (1,)
