@@ -73,3 +73,36 @@ def test_no_import_cycles_between_modules():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def reads_params(path: Path) -> bool:
+    """Whether a module reads params.yaml itself (imports `params` or `mirror_setting` from
+    tasks.core.config): a stage's settings, plan or run, not a library."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "tasks.core.config"
+        and {a.name for a in node.names} & {"params", "mirror_setting"}
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+    )
+
+
+def test_models_import_no_stage_module():
+    """models/ uses the libraries of tasks/ (core, the loop, scorers, the corpus readers, the
+    view encoders, the annotator interface it implements), never a module of a stage: the
+    stage passes what it read from params.yaml down, so a family's code runs without one."""
+    stage_modules = {
+        module_name(p)
+        for p in (REPO_ROOT / "tasks").rglob("*.py")
+        if p.relative_to(REPO_ROOT).parts[1] != "core" and reads_params(p)
+    }
+    assert "tasks.graphs.stage" in stage_modules  # the rule sees a stage when there is one
+    problems = [
+        f"{p.relative_to(REPO_ROOT)} imports {m}"
+        for p in sorted((REPO_ROOT / "models").rglob("*.py"))
+        for m in sorted(project_imports(p) & stage_modules)
+    ]
+    assert not problems, "\n".join(problems)

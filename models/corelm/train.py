@@ -234,9 +234,12 @@ def _view_rows(name: str) -> tuple[Path, list[dict]]:
     gold mentions, view built here with the view_corelm defaults)."""
     view = graphs_dir(name) / "corelm.parquet"
     if view.is_file():
-        from tasks.annotation.runs import run_settings
-
-        return docs_dir(run_settings(name)["corpus"]), read_table(view).to_pylist()
+        table = read_table(view)
+        corpus = (table.schema.metadata or {}).get(b"corpus")  # the view stage writes it
+        if not corpus:
+            raise CorefreproError(f"{view}: no corpus in its metadata; rebuild it with "
+                                  f"`dvc repro -f view_corelm@{name}`")  # fmt: skip
+        return docs_dir(corpus.decode()), table.to_pylist()
     mentions = docs_dir(name) / "mentions.parquet"
     if not mentions.is_file():
         raise CorefreproError(f"train_corelm.data: {name} is neither a view ({view}) nor a corpus "

@@ -76,7 +76,7 @@ from tasks.core import storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import GRAPHS, SPLITS
 from tasks.core.settings import bounded, parse_settings, settings_to_dict
-from tasks.corpora.base import carve_dev
+from tasks.core.splits import carve_dev
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1

@@ -28,7 +28,8 @@ from typing import Any
 
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import Source
-from tasks.corpora.base import Normalized, carve_dev
+from tasks.core.splits import carve_dev
+from tasks.corpora.base import Normalized
 from tasks.corpora.conll import document_row, mention_rows, parse_conllu, single_document
 
 NAME = "amalgum"

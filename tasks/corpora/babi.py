@@ -34,9 +34,9 @@ from typing import Any
 
 from tasks.core.errors import CorefreproError, DataError, MissingSourceError
 from tasks.core.fetch import Archive, Source
+from tasks.core.splits import carve_dev
 from tasks.corpora.base import (
     Normalized,
-    carve_dev,
     document_row,
     gc_paused,
     item_row,

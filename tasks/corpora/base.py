@@ -14,18 +14,16 @@ and optionally
 cfg is the corpus's namespace of params.yaml (download.<NAME> for sources/generate,
 normalize.<NAME> merged over the shared normalize settings for normalize).
 
-Shared helpers: reading lines (read_lines), deterministic splits (carve_dev, stable_fraction,
-seeded_rng), table rows (join_sentences, document_row, item_row), the sentence splitter for
-text without sentence markers (punct_sentence_starts), one-file-per-document corpora pinned
-by a table (read_file_table, pinned_sources, present_files, absent_note) and gc_paused.
+Shared helpers: reading lines (read_lines), table rows (join_sentences, document_row,
+item_row), the sentence splitter for text without sentence markers (punct_sentence_starts),
+one-file-per-document corpora pinned by a table (read_file_table, pinned_sources,
+present_files, absent_note) and gc_paused. Deterministic splits are tasks/core/splits.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
-import random
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,26 +57,6 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
                     path, f"not valid {encoding} at byte {exc.start} of the line", lineno
                 ) from None
             yield lineno, text.rstrip("\r\n")
-
-
-def stable_fraction(key: str, seed: int) -> float:
-    """A number in [0, 1) fixed by (key, seed): split assignment that survives reordering."""
-    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def carve_dev(keys: Sequence[str], fraction: float, seed: int) -> set[str]:
-    """Choose ~fraction of keys (at least one when fraction > 0) as dev, deterministically."""
-    if fraction <= 0 or not keys:
-        return set()
-    ranked = sorted(keys, key=lambda k: stable_fraction(k, seed))
-    n = max(1, round(fraction * len(keys)))
-    return set(ranked[:n])
-
-
-def seeded_rng(*parts: Any) -> random.Random:
-    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 @contextlib.contextmanager

@@ -37,13 +37,13 @@ from typing import Any
 
 from tasks.core.errors import DataError, MissingSourceError
 from tasks.core.fetch import Archive, Source
+from tasks.core.splits import stable_fraction
 from tasks.corpora.base import (
     Normalized,
     document_row,
     item_row,
     punct_sentence_starts,
     read_lines,
-    stable_fraction,
 )
 
 NAME = "lambada"

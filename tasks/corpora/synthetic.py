@@ -47,6 +47,7 @@ from typing import Any
 
 from tasks.core.errors import CorefreproError, DataError
 from tasks.core.settings import ConfigError
+from tasks.core.splits import seeded_rng
 from tasks.core.storage import write_text
 from tasks.corpora.base import (
     Normalized,
@@ -54,7 +55,6 @@ from tasks.corpora.base import (
     item_row,
     join_sentences,
     read_lines,
-    seeded_rng,
 )
 
 log = logging.getLogger("corefrepro.synthetic")

@@ -71,7 +71,7 @@ def settings() -> EntityPredictionSettings:
 
 def protocol(cfg: EntityPredictionSettings, corpus: str) -> ep.ProtocolSettings:
     """The slot rules for `corpus`, nesting as the corpus's EntityNLM view."""
-    from tasks.graphs.views import entitynlm_view_settings
+    from tasks.graphs.stage import entitynlm_view_settings
 
     rule = entitynlm_view_settings().nesting_rule(corpus)
     if cfg.nested is not None and cfg.nested != rule:

@@ -11,7 +11,8 @@ from typing import Any
 import pyarrow as pa
 
 from tasks.core.errors import CorefreproError
-from tasks.corpora.base import Normalized, seeded_rng
+from tasks.core.splits import seeded_rng
+from tasks.corpora.base import Normalized
 from tasks.graphs.dags import as_rows, group_mentions, select_annotator
 
 # # §4.2: "replacing all entity mentions in one of the stories with alternates, so "Daniel"

@@ -70,7 +70,7 @@ from typing import Any
 import pyarrow as pa
 
 from tasks.core.errors import CorefreproError
-from tasks.corpora.base import seeded_rng
+from tasks.core.splits import seeded_rng
 
 Span = tuple[int, int, int]  # (start, end exclusive, cluster)
 Edge = tuple[int, int]  # (source, target) token indices of the concatenated sequence

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ from tasks.core.schema import (
 )
 from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.graphs.dags import build_graphs
-from tasks.graphs.views import build_corelm_view, build_entitynlm_view, entitynlm_view_settings
+from tasks.graphs.views import L_MAX, build_corelm_view, build_entitynlm_view
 
 log = logging.getLogger("corefrepro.graphs")
 
@@ -50,6 +50,31 @@ class GraphSettings:
     # mention spans (dags.py MENTION_SPANS): the annotation's, or without a leading
     # determiner, written as graphs@<run>-no-determiner
     mention_span: Literal["annotated", "no_determiner"] = "annotated"
+
+
+@dataclass
+class EntityNLMViewSettings:
+    """params.yaml view_entitynlm (view_entitynlm@<run>)."""
+
+    l_max: int = bounded(L_MAX, ge=1)  # Ji et al. 2017 §2.1: longest mention length
+    long_mentions: Literal["truncate", "skip"] = "truncate"
+    drop_singletons_for: list[str] = field(default_factory=list)  # CoNLL-style corpora
+    # nested mentions (views.resolve_nesting): the enclosing one (Ji et al. §4) or the inner
+    # heads; entity prediction's slots follow the same rule (nesting_rule)
+    nested: Literal["enclosing", "heads"] = "enclosing"
+    # per-corpus rules: InScript labels heads, and Modi et al. 2017's released targets are
+    # head tokens (tasks/evaluation/entity_prediction.py rule 3)
+    nested_for: dict[str, Literal["enclosing", "heads"]] = field(default_factory=dict)
+
+    def nesting_rule(self, corpus: str) -> str:
+        """The nesting rule of the view of a run of `corpus`: nested_for, else nested."""
+        return self.nested_for.get(corpus, self.nested)
+
+
+def entitynlm_view_settings() -> EntityNLMViewSettings:
+    """params.yaml view_entitynlm, parsed strictly (the view stage and entity prediction,
+    whose slots follow the view's nesting rule)."""
+    return parse_settings(EntityNLMViewSettings, params("view_entitynlm"), "view_entitynlm")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Per-token views of coreference for the language-model papers, and MAGE's one-hot features.
+"""Per-token views of coreference for the language-model papers.
 
 - EntityNLM (Ji et al. 2017, papers/000 §2.1, §4 "Data preprocessing"): R_t, E_t, L_t per
   token. Embedded mentions: `resolve_nesting`, the one rule the view and the entity-prediction
@@ -25,9 +25,10 @@
   default (id_scope="corpus"); id_scope="document" restarts at 1 per document. The paper
   gives no cap on the number of entities; max_entities (None = none) maps ids beyond it to 0
   and counts them. An entity keeps one id in every layer.
-- MAGE one-hot baseline (Dhingra et al. §4.1): "M be the number of coreference chains for the
-  (d, q) pair ... a one-hot vector o_t in {0,1}^M": one_hot_chains turns GRAPHS.chain into
-  indices 0..M-1 in order of first appearance.
+
+The encoders here read no settings: the view stages (tasks/graphs/stage.py, params.yaml
+view_entitynlm / view_corelm) pass them, and EntityNLM's inference (models/entitynlm apply and
+rerank) encodes its candidate spans with the same `entitynlm_row`.
 """
 
 from __future__ import annotations
@@ -35,14 +36,12 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
-from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import bounded, parse_settings
 from tasks.graphs.dags import Span, as_rows, group_mentions
 
 L_MAX = 25  # Ji et al. 2017 §2.1
@@ -60,31 +59,6 @@ class ViewBuild:
 
 
 # --------------------------------------------------------------------------- nesting
-
-
-@dataclass
-class EntityNLMViewSettings:
-    """params.yaml view_entitynlm (view_entitynlm@<run>)."""
-
-    l_max: int = bounded(25, ge=1)  # Ji et al. 2017: longest mention length
-    long_mentions: Literal["truncate", "skip"] = "truncate"
-    drop_singletons_for: list[str] = field(default_factory=list)  # CoNLL-style corpora
-    # nested mentions (views.resolve_nesting): the enclosing one (Ji et al. §4) or the inner
-    # heads; entity prediction's slots follow the same rule (nesting_rule)
-    nested: Literal["enclosing", "heads"] = "enclosing"
-    # per-corpus rules: InScript labels heads, and Modi et al. 2017's released targets are
-    # head tokens (tasks/evaluation/entity_prediction.py rule 3)
-    nested_for: dict[str, Literal["enclosing", "heads"]] = field(default_factory=dict)
-
-    def nesting_rule(self, corpus: str) -> str:
-        """The nesting rule of the view of a run of `corpus`: nested_for, else nested."""
-        return self.nested_for.get(corpus, self.nested)
-
-
-def entitynlm_view_settings() -> EntityNLMViewSettings:
-    """params.yaml view_entitynlm, parsed strictly (the view stage and entity prediction,
-    whose slots follow the view's nesting rule)."""
-    return parse_settings(EntityNLMViewSettings, params("view_entitynlm"), "view_entitynlm")
 
 
 def nesting_layers(spans: Iterable[Span]) -> tuple[list[list[Span]], int]:
@@ -354,29 +328,6 @@ def build_corelm_view(
     return ViewBuild(rows, stats)
 
 
-# --------------------------------------------------------------------------- MAGE one-hot
-
-
-def one_hot_chains(chain: Sequence[int], max_chains: int | None = None) -> tuple[list[int], int]:
-    """GRAPHS.chain -> (index of each token's chain in 0..M-1 or -1, M) (Dhingra et al. §4.1).
-
-    Chains are numbered by first appearance in the graph's token order, so the index space
-    is that of the (d, q) pair. max_chains keeps the first max_chains chains (the authors'
-    coref-gru loader keeps coref[:max_chains-1], one slot going to the sequence); later
-    chains become -1.
-    """
-    order: dict[int, int] = {}
-    out: list[int] = []
-    for c in chain:
-        if c < 0:
-            out.append(-1)
-            continue
-        k = order.setdefault(c, len(order))
-        out.append(k if max_chains is None or k < max_chains else -1)
-    m = len(order) if max_chains is None else min(len(order), max_chains)
-    return out, m
-
-
 __all__ = [
     "L_MAX",
     "NESTED_RULES",
@@ -386,6 +337,5 @@ __all__ = [
     "corelm_rows",
     "entitynlm_row",
     "nesting_layers",
-    "one_hot_chains",
     "resolve_nesting",
 ]

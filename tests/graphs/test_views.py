@@ -1,4 +1,4 @@
-"""EntityNLM R/E/L, CoreLM layers and MAGE one-hot indices (tasks/graphs/views.py)."""
+"""EntityNLM R/E/L and CoreLM layers (tasks/graphs/views.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from tasks.graphs.views import (
     build_entitynlm_view,
     entitynlm_row,
     nesting_layers,
-    one_hot_chains,
     resolve_nesting,
 )
 
@@ -176,15 +175,6 @@ def test_corelm_layers_and_ids():
 def test_corelm_document_without_mentions_still_has_layer_0():
     built = build_corelm_view([_doc(["a", "b"])], [])
     assert built.rows == [{"doc_id": "toy/d", "layer": 0, "split": "train", "entity_ids": [0, 0]}]
-
-
-# --------------------------------------------------------------------------- MAGE one-hot
-
-
-def test_one_hot_chains_numbers_by_first_appearance():
-    assert one_hot_chains([-1, 7, 7, -1, 3, 7, 12]) == ([-1, 0, 0, -1, 1, 0, 2], 3)
-    assert one_hot_chains([-1, 7, 7, -1, 3, 7, 12], max_chains=2) == ([-1, 0, 0, -1, 1, 0, -1], 2)
-    assert one_hot_chains([-1, -1]) == ([-1, -1], 0)
 
 
 # --------------------------------------------------------------------------- real data

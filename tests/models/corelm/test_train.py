@@ -12,6 +12,7 @@ import torch
 from models.corelm import train
 from models.corelm.lm import corelm
 from tasks.core import config
+from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, parse_settings
 from tasks.evaluation.lm import perplexity
 
@@ -200,3 +201,29 @@ def test_a_stride_longer_than_the_scoring_window_is_refused():
             parse_settings(train.TrainCoreLMSettings, {**base, "eval": ev}, "test")
     ok = parse_settings(train.TrainCoreLMSettings, {**base, "eval": {"stride": 64}}, "test")
     assert ok.eval.block_size is None and ok.eval.stride == 64
+
+
+def test_an_annotation_run_s_view_names_its_corpus(tmp_path):
+    """A run's view (data/graphs/<run>/corelm.parquet) says which corpus its documents are
+    in (the view stage's metadata), so training reads no annotation settings; a view without
+    it is one error naming the file."""
+    from tasks.core.schema import CORELM_VIEW
+    from tasks.core.storage import write_table
+    from tasks.graphs.views import build_corelm_view
+
+    corpus = _corpus(tmp_path)
+    folder = tmp_path / "data" / "docs" / corpus
+    view = build_corelm_view(pq.read_table(folder / "documents.parquet"),
+                             pq.read_table(folder / "mentions.parquet"))  # fmt: skip
+    path = tmp_path / "data" / "graphs" / "toy-run" / "corelm.parquet"
+    write_table(path, CORELM_VIEW, view.rows, {"corpus": corpus, "run": "toy-run"})
+    cfg = _settings("toy-run")
+    backbone = train.build_backbone(cfg)
+    from_run = train.load_data(["toy-run"], backbone.tokenizer)
+    from_corpus = train.load_data([corpus], backbone.tokenizer)
+    assert len(from_run.documents) == 12 and from_run.documents == from_corpus.documents
+    assert from_run.n_entities == from_corpus.n_entities
+
+    write_table(path, CORELM_VIEW, view.rows)
+    with pytest.raises(CorefreproError, match=r"corelm.parquet: no corpus in its metadata"):
+        train.load_data(["toy-run"], backbone.tokenizer)

@@ -93,6 +93,13 @@ def test_collate_pads_renumbers_chains_and_keeps_spans():
     assert batch["candidates"].tolist() == [[1, 2, 3, 4], [2, 5, 6, 0]]
     assert batch["candidate_mask"].tolist() == [[True] * 4, [True] * 3 + [False]]
     assert batch["placeholder"].tolist() == [-1, -1]
+
+
+def test_collate_numbers_an_item_s_chains_by_first_appearance():
+    """The one-hot baseline's index space is the (d, q) pair's chains (Dhingra et al. §4.1):
+    cluster ids 7, 3, 12 become 0, 1, 2 in the order the item's tokens first reach them."""
+    item = example([1, 2, 3, 4, 5, 6, 7], [-1, 7, 7, -1, 3, 7, 12], (0, 5), (5, 7), [1, 2], 0)
+    assert collate_graphs([item])["chain"].tolist() == [[-1, 0, 0, -1, 1, 0, 2]]
     bad = dict(EXAMPLES[0], forward=[[-1, 0], [-1, -1]])
     with pytest.raises(ValueError, match="forward"):
         collate_graphs([bad])
