@@ -461,3 +461,41 @@ def test_kbest_of_a_features_model_reads_the_cache_or_runs_the_lm_alike(checkout
         kbest_flow.kbest("handmade")
         tables.append((root / "data" / "kbest" / "handmade" / "kbest.parquet").read_bytes())
     assert tables[0] == tables[1]
+
+
+def test_an_interrupted_stage_resumes_from_its_finished_documents(checkout, root, monkeypatch,
+                                                                  caplog):  # fmt: skip
+    """A killed lm_features run keeps the documents it finished (data/cache/lm_features); the
+    next run computes only the rest and writes the uninterrupted run's bytes and metrics."""
+    path = root / "data" / "features" / "tiny" / "handmade" / "features.safetensors"
+    written = root / "metrics" / "lm_features" / "tiny" / "handmade.json"
+    flow.lm_features("handmade")
+    whole, whole_metrics = path.read_bytes(), written.read_bytes()
+    path.unlink()
+
+    calls = []
+    real = WordFeatureExtractor.__call__
+
+    def dies_on_the_fourth(self, tokens):
+        calls.append(len(tokens))
+        if len(calls) == 4:
+            raise KeyboardInterrupt("killed")
+        return real(self, tokens)
+
+    monkeypatch.setattr(lmf, "RESUME_EVERY_S", 0.0)  # save after every document
+    monkeypatch.setattr(WordFeatureExtractor, "__call__", dies_on_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        lmf.export_corpus("handmade")
+    assert not path.exists()
+    parts = list((root / "data" / "cache" / "lm_features" / "tiny" / "handmade").rglob("part-*"))
+    assert len(parts) == 3
+
+    calls.clear()
+    monkeypatch.setattr(WordFeatureExtractor, "__call__", lambda self, tokens: (
+        calls.append(len(tokens)), real(self, tokens))[1])  # fmt: skip
+    with caplog.at_level("INFO", logger="corefrepro.lm_features"):
+        lmf.export_corpus("handmade")
+    assert len(calls) == 3  # the three documents the killed run had not finished
+    assert "3 of 6 documents reused from an interrupted run" in caplog.text
+    assert path.read_bytes() == whole and written.read_bytes() == whole_metrics
+    assert not (root / "data" / "cache" / "lm_features" / "tiny" / "handmade").exists()
