@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -25,7 +26,9 @@ sys.path.insert(0, str(ROOT))
 from tasks.training import distributed  # noqa: E402
 from tasks.training.loop import fit  # noqa: E402
 
-SETTINGS = {"epochs": 2, "accumulate": 2, "device": "cpu", "threads": 1, "log_every_s": 0}
+# PROBE_DEVICE=cuda: each process on cuda:LOCAL_RANK, NCCL (issue #29.8, .ci/gpu-check)
+SETTINGS = {"epochs": 2, "accumulate": 2, "device": os.environ.get("PROBE_DEVICE", "cpu"),
+            "threads": 1, "log_every_s": 0}  # fmt: skip
 
 
 def _coref():

@@ -9,6 +9,7 @@ one process's gradient accumulation, so the figures agree to the last bit or nea
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,9 @@ from tests.conftest import free_port
 PROBE = Path(__file__).with_name("ddp_probe.py")
 
 
-def _run(args: list[str], cwd: Path) -> None:
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -38,24 +40,38 @@ def _steps(out: Path) -> dict[tuple[int, int], float]:
     return steps
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("family", ["coref", "corelm", "entitynlm", "mage"])
-def test_two_gloo_processes_train_as_one_process(family, tmp_path):
+def _one_vs_two_processes(family: str, tmp_path: Path, tolerance: float,
+                          env: dict[str, str] | None = None) -> None:  # fmt: skip
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir(), two.mkdir()
-    _run([sys.executable, str(PROBE), family, str(one)], tmp_path)
+    _run([sys.executable, str(PROBE), family, str(one)], tmp_path, env)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                 "--master-port", str(free_port())]  # fmt: skip
-    _run([*torchrun, str(PROBE), family, str(two)], tmp_path)
+    _run([*torchrun, str(PROBE), family, str(two)], tmp_path, env)
     alone, shared = _steps(one), _steps(two)
     assert sorted(alone) == sorted(shared) and len(alone) >= 4
     assert {p % 2 for _, p, _ in json.loads((two / "steps1.json").read_text())} == {1}
     for key, loss in alone.items():
-        assert abs(shared[key] - loss) <= 1e-5 * abs(loss), (key, shared[key], loss)
-    weights = [torch.load(d / "weights.pt", weights_only=True) for d in (one, two)]
+        assert abs(shared[key] - loss) <= tolerance * abs(loss), (key, shared[key], loss)
+    weights = [torch.load(d / "weights.pt", weights_only=True, map_location="cpu")
+               for d in (one, two)]  # fmt: skip
     for name, value in weights[0].items():
-        assert torch.allclose(value, weights[1][name], atol=1e-5), name
+        assert torch.allclose(value, weights[1][name], atol=tolerance), name
     assert (two / "run" / "best.pt").is_file() and (two / "run" / "history.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["coref", "corelm", "entitynlm", "mage"])
+def test_two_gloo_processes_train_as_one_process(family, tmp_path):
+    _one_vs_two_processes(family, tmp_path, 1e-5)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices (issue #29.8)")
+@pytest.mark.parametrize("family", ["coref", "corelm", "entitynlm", "mage"])
+def test_two_nccl_processes_train_as_one_process(family, tmp_path):
+    """The same on 2 GPUs, one process each (NCCL): cuDNN and TF32 kernels are not bitwise
+    reproducible, so the tolerance is 1e-4 (relative on losses, absolute on weights)."""
+    _one_vs_two_processes(family, tmp_path, 1e-4, {"PROBE_DEVICE": "cuda"})
 
 
 def test_a_plain_run_is_rank_0_of_1_and_deals_every_batch_to_itself(monkeypatch):

@@ -80,14 +80,15 @@ def _corelm(tmp_path, monkeypatch):
 FAMILIES = {"coref": _coref, "mage": _mage, "entitynlm": _entitynlm, "corelm": _corelm}
 
 
-def _train(family: str, precision: str, tmp_path, request):
-    """Two epochs of `family` through `fit` in `precision`: (history, dtypes modules output)."""
+def _train(family: str, precision: str, tmp_path, request, device: str = "cpu"):
+    """Two epochs of `family` through `fit` in `precision` on `device`: (history, dtypes the
+    modules output)."""
     build = FAMILIES[family]
     args = {"corelm": lambda: (tmp_path / precision, request.getfixturevalue("monkeypatch")),
             "mage": lambda: (request.getfixturevalue("mage_graphs"),)}  # fmt: skip
     args = args[family]() if family in args else ()
     recipe, settings = build(*args)
-    settings = dataclasses.replace(settings, precision=precision, resume=False)
+    settings = dataclasses.replace(settings, precision=precision, resume=False, device=device)
     seen: set[torch.dtype] = set()  # dtypes of the modules' tensor outputs
 
     def record(_module, _inputs, out):
@@ -116,6 +117,24 @@ def test_each_family_trains_in_bf16_on_the_cpu_close_to_float32(family, tmp_path
             assert math.isfinite(ours[key]), (family, key, ours[key])
             assert abs(ours[key] - value) <= RELATIVE * max(abs(value), 1e-6), (
                 family, key, ours[key], value)  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device (issue #29.8: .ci/gpu-check)"
+)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_each_family_trains_on_cuda_with_amp_close_to_float32(family, tmp_path, request):
+    """The GPU path (issue #29.8): `precision: auto` is bf16 autocast on CUDA; two epochs of
+    each family's small model stay within the same tolerance of float32 on the same GPU."""
+    fp32, _ = _train(family, "fp32", tmp_path, request, device="cuda")
+    amp, amp_dtypes = _train(family, "auto", tmp_path, request, device="cuda")
+    assert torch.bfloat16 in amp_dtypes
+    for ours, reference in zip(amp, fp32, strict=True):
+        for key, value in reference.items():
+            if ("loss" in key or "ppl" in key) and not math.isnan(value):
+                assert math.isfinite(ours[key]), (family, key, ours[key])
+                assert abs(ours[key] - value) <= RELATIVE * max(abs(value), 1e-6), (
+                    family, key, ours[key], value)  # fmt: skip
 
 
 def test_auto_is_bf16_on_cuda_and_float32_on_the_cpu():

@@ -1,4 +1,5 @@
-"""Benchmark (issue #15.2): K = 10 seeds trained stacked vs one after the other, CPU.
+"""Benchmark (issue #15.2): K = 10 seeds trained stacked vs one after the other, on CUDA
+where there is one (issue #29.8, .ci/gpu-check; target there >= 8x), else on the CPU.
 
     .venv/bin/python -m pytest -m bench -s tests/models/mage/test_bench_stacked.py
 
@@ -34,6 +35,7 @@ from tests.conftest import mirror_dir
 pytestmark = pytest.mark.bench
 
 K, STEPS, ITEMS, BATCH, CLASSES, VOCAB = 10, 3, 1000, 32, 30, 160
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 PAPER = {"hidden_size": 256, "embed_dim": 128, "coref_size": 16, "dropout": 0.2}
 MODELS = {
     "bigru": {"reader": "bigru", "encoder": "gru"},
@@ -107,18 +109,26 @@ def sequential_epoch(data, mcfg, seeds) -> float:
         tcfg = tr.resolve_train_cfg({"seed": seed, "batch_size": BATCH})
         torch.manual_seed(seed)
         recipe = tr.ReaderRecipe(data, mcfg, tcfg, "none")
-        recipe.model.train()
+        recipe.model.to(DEVICE).train()
         optimizer, _ = recipe.optimizer()
         batches = list(recipe.batches(1))[:STEPS]
+        _sync()
         started = time.perf_counter()
         for batch in batches:
-            out = recipe.step(batch, torch.device("cpu"))
+            out = recipe.step(batch, DEVICE)
             optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(recipe.model.parameters(), tcfg.clip)
             optimizer.step()
+        _sync()
         total += time.perf_counter() - started
     return total
+
+
+def _sync() -> None:
+    """Wait for queued CUDA work, so the clock measures it (nothing to wait for on a CPU)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def stacked_epoch(data, mcfg, seeds) -> tuple[float, float]:
@@ -126,7 +136,7 @@ def stacked_epoch(data, mcfg, seeds) -> tuple[float, float]:
     computed stacked / token positions of the seeds' own batches."""
     tcfgs = [tr.resolve_train_cfg({"seed": s, "batch_size": BATCH}) for s in seeds]
     recipe = tr.StackedReaderRecipe(data, mcfg, tcfgs, "none")
-    recipe.model.train()
+    recipe.model.to(DEVICE).train()
     optimizer, _ = recipe.optimizer()
     batches = []
     for folded in recipe.batches(1):
@@ -135,13 +145,15 @@ def stacked_epoch(data, mcfg, seeds) -> tuple[float, float]:
             break
     own = sum(w * n for f in batches for w, n in zip(_widths(f), f["items"], strict=True))
     folded_positions = sum(f["batch"]["tokens"].numel() for f in batches)
+    _sync()
     started = time.perf_counter()
     for folded in batches:
-        out = recipe.step(folded, torch.device("cpu"))
+        out = recipe.step(folded, DEVICE)
         optimizer.zero_grad(set_to_none=True)
         out.loss.backward()
         recipe.clip_gradients(tcfgs[0].clip, list(recipe.model.parameters()))
         optimizer.step()
+    _sync()
     return time.perf_counter() - started, folded_positions / own
 
 
@@ -160,7 +172,12 @@ def test_bench_ten_seeds_stacked_vs_sequential(model):
     seq = sequential_epoch(data, mcfg, seeds) / STEPS * steps_per_epoch
     stacked_s, padding = stacked_epoch(data, mcfg, seeds)
     stk = stacked_s / STEPS * steps_per_epoch
-    print(f"\n[bench] {model} qa2 lengths ({source}), {torch.get_num_threads()} threads: "
+    where = (
+        torch.cuda.get_device_name()
+        if DEVICE.type == "cuda"
+        else f"{torch.get_num_threads()} threads"
+    )
+    print(f"\n[bench] {model} qa2 lengths ({source}), {where}: "
           f"{K} seeds sequential {seq:.1f} s/epoch, stacked {stk:.1f} s/epoch, "
           f"ratio {seq / stk:.2f}x (from {STEPS} steps per seed, x{steps_per_epoch}; stacked "
           f"batches hold {padding:.2f}x the token positions of the seeds' own)")  # fmt: skip
