@@ -28,6 +28,11 @@ def project_imports(path: Path) -> set[str]:
     return {m for m in found if m.split(".")[0] in ALLOWED}
 
 
+def module_name(path: Path) -> str:
+    """tasks/core/config.py -> tasks.core.config (a package: its folder's name)."""
+    return ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
 def sources() -> list[Path]:
     return sorted(p for layer in ALLOWED for p in (REPO_ROOT / layer).rglob("*.py"))
 
@@ -54,8 +59,7 @@ def test_tasks_are_grouped_by_pipeline_step():
 def test_no_import_cycles_between_modules():
     graph: dict[str, set[str]] = {}
     for path in sources():
-        name = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
-        graph[name] = {m for m in project_imports(path)}
+        graph[module_name(path)] = {m for m in project_imports(path)}
     state: dict[str, int] = {}
 
     def visit(node: str, trail: list[str]) -> None:
@@ -73,10 +77,6 @@ def test_no_import_cycles_between_modules():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
-
-
-def module_name(path: Path) -> str:
-    return ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
 def reads_params(path: Path) -> bool:
