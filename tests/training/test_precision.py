@@ -110,10 +110,16 @@ def test_each_family_trains_in_bf16_on_the_cpu_close_to_float32(family, tmp_path
     assert fp32_dtypes == {torch.float32}
     assert torch.bfloat16 in bf16_dtypes  # autocast really ran layers in bf16
     assert len(bf16) == len(fp32) == 2
-    for ours, reference in zip(bf16, fp32, strict=True):
-        for key, value in reference.items():
+    _assert_close(family, bf16, fp32)
+
+
+def _assert_close(family: str, history: list[dict], reference: list[dict]) -> None:
+    """Every epoch's losses and perplexities within RELATIVE of the reference run's
+    (accuracies over a few items are discrete, so they are not compared)."""
+    for ours, theirs in zip(history, reference, strict=True):
+        for key, value in theirs.items():
             if not ("loss" in key or "ppl" in key) or math.isnan(value):
-                continue  # losses and perplexities: accuracies over a few items are discrete
+                continue
             assert math.isfinite(ours[key]), (family, key, ours[key])
             assert abs(ours[key] - value) <= RELATIVE * max(abs(value), 1e-6), (
                 family, key, ours[key], value)  # fmt: skip
@@ -129,12 +135,7 @@ def test_each_family_trains_on_cuda_with_amp_close_to_float32(family, tmp_path, 
     fp32, _ = _train(family, "fp32", tmp_path, request, device="cuda")
     amp, amp_dtypes = _train(family, "auto", tmp_path, request, device="cuda")
     assert torch.bfloat16 in amp_dtypes
-    for ours, reference in zip(amp, fp32, strict=True):
-        for key, value in reference.items():
-            if ("loss" in key or "ppl" in key) and not math.isnan(value):
-                assert math.isfinite(ours[key]), (family, key, ours[key])
-                assert abs(ours[key] - value) <= RELATIVE * max(abs(value), 1e-6), (
-                    family, key, ours[key], value)  # fmt: skip
+    _assert_close(family, amp, fp32)
 
 
 def test_auto_is_bf16_on_cuda_and_float32_on_the_cpu():
