@@ -1,5 +1,5 @@
-"""Frozen pretrained-LM word features for the coreference model (issue #27.2), and the stage
-`lm_features@<corpus>` that computes them once per document.
+"""Frozen pretrained-LM word features for the coreference model (issue #27.2); the stage
+`lm_features@<corpus>` (flows/lm_features.py) computes them once per document.
 
 What a word gets: the mean of its subword pieces' hidden states at a few chosen layers of a
 frozen LM, [words, layers, dim]; the model mixes the layers with learned weights (Peters et
@@ -41,10 +41,8 @@ windows in fixed batches, fixed threads (lm_features.threads), float32 LM, means
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,7 +71,6 @@ from tasks.core.settings import (
     bounded,
     key_path,
     parse_settings,
-    settings_to_dict,
 )
 
 log = logging.getLogger("corefrepro.lm_features")
@@ -567,161 +564,18 @@ def checkpoint_features(
     return source
 
 
-# --------------------------------------------------------------------------- the DVC stage
-
-
-RESUME_ROOT = "data/cache/lm_features"
-# how often finished documents are saved for a resume: an interrupted stage (a session's end,
-# a killed job) redoes at most this much work; not a setting, since it changes no byte
-RESUME_EVERY_S = 60.0
-
-
-class ResumeParts:
-    """The documents an interrupted `lm_features@<corpus>` run had finished, as part files
-    under data/cache/lm_features/<encoder>/<corpus>/<key>/ (key: everything the features'
-    bytes depend on), so the next run computes only the rest and writes the same file."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.pending: dict[str, Tensor] = {}
-        self.pending_counts: Counter[str] = Counter()
-        self.saved_at = time.perf_counter()
-
-    def load(self) -> tuple[dict[str, Tensor], Counter[str]]:
-        """The finished documents' features and the extractor counts they added."""
-        from safetensors import safe_open
-
-        tensors: dict[str, Tensor] = {}
-        counts: Counter[str] = Counter()
-        for part in sorted(self.folder.glob("part-*.safetensors")):
-            with safe_open(str(part), framework="pt") as f:
-                tensors.update({k: f.get_tensor(k) for k in f.keys()})  # noqa: SIM118
-                counts.update(json.loads(f.metadata()["counts"]))
-        return tensors, counts
-
-    def add(self, doc_id: str, features: Tensor, counts: Counter[str]) -> None:
-        self.pending[doc_id] = features
-        self.pending_counts.update(counts)
-        if time.perf_counter() - self.saved_at >= RESUME_EVERY_S:
-            self.save()
-
-    def save(self) -> None:
-        from safetensors.torch import save_file
-
-        from tasks.core.storage import atomic_path
-
-        if self.pending:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            index = len(list(self.folder.glob("part-*.safetensors")))
-            with atomic_path(self.folder / f"part-{index:05d}.safetensors") as tmp:
-                save_file(self.pending, str(tmp),
-                          {"counts": json.dumps(dict(sorted(self.pending_counts.items())))})  # fmt: skip
-        self.pending, self.pending_counts = {}, Counter()
-        self.saved_at = time.perf_counter()
-
-    def clear(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.folder.parent, ignore_errors=True)  # this and stale keys alike
-
-
-def resume_parts(meta: Mapping[str, Any], cfg: LMFeaturesSettings, device: torch.device,
-                 documents: Path) -> ResumeParts:  # fmt: skip
-    """The part files of this exact computation: the settings and weights (meta), the
-    documents table, the things that move the last bits (threads, batching, device) and
-    this module's code."""
-    from tasks.core.config import resolve_path
-    from tasks.core.storage import sha256_of
-
-    key = hashlib.sha256(json.dumps({
-        "meta": meta, "documents": sha256_of(documents), "threads": cfg.threads,
-        "batch_windows": cfg.batch_windows, "device": str(device),
-        "code": sha256_of(Path(__file__)),
-    }, sort_keys=True).encode()).hexdigest()[:16]  # fmt: skip
-    return ResumeParts(resolve_path(RESUME_ROOT) / meta["encoder"] / meta["corpus"] / key)
-
-
-def features_meta(name: str, cfg: LMFeaturesSettings, extractor: WordFeatureExtractor,
-                  corpus: str) -> dict[str, Any]:  # fmt: skip
-    """What the features are (the file's metadata, the metrics' head)."""
-    enc = cfg.encoders[name]
-    return {"encoder": name, "source": enc.source, "layers": list(enc.layers),
-            "dim": extractor.spec.dim, "window": enc.window, "stride": enc.stride,
-            "bidirectional": extractor.encoder.bidirectional, "corpus": corpus,
-            "weights_sha256": weights_digest(extractor.encoder),
-            "tiny": settings_to_dict(cfg.tiny) if enc.source == "tiny" else None}  # fmt: skip
-
-
-def export_corpus(corpus: str) -> dict[str, Any]:
-    """lm_features@<corpus>: every document of data/docs/<corpus> through lm_features.encoder
-    once -> data/features/<encoder>/<corpus>/features.safetensors + metrics. An interrupted
-    run resumes from the documents it had finished (ResumeParts), to the same bytes."""
-    from safetensors.torch import save_file
-
-    from models.coref.data import load_corpus
-    from tasks.core import storage
-    from tasks.core.checkpoints import pick_device
-    from tasks.core.layout import docs_dir
-    from tasks.core.progress import Progress
-
-    cfg = settings()
-    name = cfg.encoder
-    docs = load_corpus(docs_dir(corpus), drop_singletons=False)
-    threads_before = torch.get_num_threads()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    try:
-        extractor = build_extractor(name, cfg, pick_device(cfg.device), f"{STAGE}.encoder")
-        meta = features_meta(name, cfg, extractor, corpus)
-        parts = resume_parts(meta, cfg, extractor.device, docs_dir(corpus) / "documents.parquet")
-        tensors, counts = parts.load()
-        if tensors:
-            log.info("%s: %d of %d documents reused from an interrupted run (%s)", corpus,
-                     len(tensors), len(docs), parts.folder)  # fmt: skip
-        todo = [doc for doc in docs if doc.doc_id not in tensors]
-        started = time.perf_counter()
-        with Progress(f"{STAGE}@{corpus}", len(todo), "docs", every_s=cfg.log_every_s,
-                      logger=log) as bar:  # fmt: skip
-            for doc in todo:
-                before = Counter(extractor.counts)
-                tensors[doc.doc_id] = extractor(doc.tokens)
-                added = Counter({k: v - before[k] for k, v in extractor.counts.items()})
-                parts.add(doc.doc_id, tensors[doc.doc_id], added)  # zero counts kept as keys
-                bar.update(note=f", {extractor.counts['words']} words")
-        parts.save()
-        seconds = time.perf_counter() - started
-    finally:
-        torch.set_num_threads(threads_before)
-    computed_words = extractor.counts["words"]
-    counts.update(extractor.counts)
-    target = features_dir(name, corpus)
-    with storage.atomic_dir(target) as tmp:
-        save_file(tensors, str(tmp / FEATURES_FILE), {META_KEY: json.dumps(meta, sort_keys=True)})
-    parts.clear()
-    size = (target / FEATURES_FILE).stat().st_size
-    metrics = {**meta, "documents": len(docs), **dict(sorted(counts.items())),
-               "bytes": size, "device": str(extractor.device), "seconds": round(seconds, 3),
-               "words_per_s": round(computed_words / seconds, 1) if seconds else None}  # fmt: skip
-    storage.write_metrics(metrics_path(name, corpus), metrics)
-    log.info("%s: %d documents, %d words, %.1f MB in %.1f s", corpus, len(docs),
-             counts["words"], size / 1e6, seconds)  # fmt: skip
-    return metrics
-
-
 __all__ = [
     "CachedFeatures",
     "EncoderSettings",
     "FeatureSpec",
     "LMFeaturesSettings",
     "LiveFeatures",
-    "ResumeParts",
     "WordFeatureExtractor",
     "WordFeatures",
     "assign_windows",
     "build_extractor",
     "check_spec",
     "checkpoint_features",
-    "export_corpus",
     "settings",
     "tiny_encoder",
     "training_features",

@@ -20,30 +20,24 @@ closure of the links; two trees are the same when they induce the same set of ch
 
 Output rows, one per (document, rank): see KBEST_SCHEMA.
 
-The DVC stage `kbest@<corpus>` (export_corpus; params.yaml kbest) runs the checkpoint
-artifacts/train_coref/<encoder>/seed<seed>/best.pt over data/docs/<corpus>/ and writes
-data/kbest/<corpus>/kbest.parquet + metrics/kbest/<corpus>.json. Long documents go through
-the model's windowed encoder (CorefConfig.encode_window sentences at a time).
+The DVC stage `kbest@<corpus>` (flows/kbest.py) runs a coreference checkpoint through
+kbest_for_documents. Long documents go through the model's windowed encoder
+(CorefConfig.encode_window sentences at a time).
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import torch
 
 from models.coref.data import CorefDocument, CorefVocab, tensorize
 from models.coref.model import CorefModel, CorefOutput
-from tasks.core.errors import CorefreproError
-from tasks.core.progress import Progress
-from tasks.core.schema import KBEST, KBEST_SCHEMA
-from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
+from tasks.core.schema import KBEST_SCHEMA
 
 log = logging.getLogger("corefrepro.kbest")
 
@@ -190,161 +184,9 @@ def kbest_for_documents(
     return pa.concat_tables(parts).combine_chunks()
 
 
-# --------------------------------------------------------------------------- the DVC stage
-# params.yaml kbest: corpora (the dvc.yaml foreach), encoder + seed (which checkpoint), k,
-# splits, device and threads (scores differ in the last bits with them), and settings that do
-# not change the output (encode_window, pair_chunk: memory; log_every_s).
-
-
-@dataclass
-class KbestSettings:
-    """params.yaml kbest, checked whole before any work."""
-
-    corpora: list[Name] = field(default_factory=list)
-    encoder: str = "asl"
-    seed: int = 1
-    k: int = bounded(100, ge=1)  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
-    splits: list[Literal["train", "dev", "test"]] | None = None  # None: every document
-    device: Literal["cpu", "cuda", "auto"] = "cpu"
-    threads: int | None = bounded(
-        1, ge=1
-    )  # torch intra-op threads (None: torch's default); last bits vary
-    encode_window: int = bounded(64, ge=1)  # sentences per encoder window (memory only)
-    pair_chunk: int = bounded(256, ge=1)  # spans per antecedent-scoring chunk (memory only)
-    log_every_s: float = bounded(30.0, ge=0)  # in logs, a progress line (rate, ETA) every N seconds
-
-    def validate(self, path: str) -> None:
-        bad = []
-        if self.splits is not None and not self.splits:
-            bad.append(f"{path}.splits: an empty list selects nothing (null = every document)")
-        if bad:
-            raise ConfigError(bad)
-
-
-def settings() -> dict[str, Any]:
-    from tasks.core.config import params
-
-    return settings_to_dict(parse_settings(KbestSettings, params("kbest"), "kbest"))
-
-
-def checkpoint_path(cfg: Mapping[str, Any]) -> Path:
-    """artifacts/train_coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
-    from models.coref.train import BEST, artifact_dir
-
-    return artifact_dir(str(cfg["encoder"]), int(cfg["seed"])) / BEST
-
-
-def kbest_dir(corpus: str) -> Path:
-    from tasks.core.config import resolve_path
-
-    return resolve_path("data/kbest") / corpus
-
-
-def metrics_path(corpus: str) -> Path:
-    from tasks.core.config import resolve_path
-
-    return resolve_path("metrics/kbest") / f"{corpus}.json"
-
-
-def _checked(cfg: Mapping[str, Any]) -> tuple[int, list[str] | None, int]:
-    return int(cfg["k"]), cfg["splits"], float(cfg["log_every_s"])
-
-
-def export_corpus(corpus: str) -> dict[str, Any]:
-    """The stage: k-best trees of every (selected) document of one corpus; returns metrics."""
-    from models.coref.data import load_corpus
-    from models.coref.features import checkpoint_features
-    from models.coref.train import load_checkpoint, restore
-    from tasks.core import storage
-    from tasks.core.checkpoints import pick_device
-    from tasks.core.fetch import sha256_of
-    from tasks.core.layout import docs_dir
-
-    cfg = settings()
-    k, splits, every = _checked(cfg)
-    path = checkpoint_path(cfg)
-    if not path.is_file():
-        raise CorefreproError(
-            f"{path}: no checkpoint for params.yaml kbest.encoder={cfg['encoder']!r}, "
-            f"kbest.seed={cfg['seed']!r}; train it with `dvc repro train_coref@{cfg['encoder']}` "
-            "(train_coref.seeds must include the seed) or change kbest.encoder / kbest.seed"
-        )
-    docs = load_corpus(docs_dir(corpus), drop_singletons=False)
-    if splits is not None:
-        docs = [d for d in docs if d.split in splits]
-    if not docs:
-        where = f" in splits {splits} (params.yaml kbest.splits)" if splits else ""
-        raise CorefreproError(f"{docs_dir(corpus)}: no documents{where}")
-    ckpt = load_checkpoint(path)
-    model, vocab = restore(
-        ckpt, encode_window=int(cfg["encode_window"]), pair_chunk=int(cfg["pair_chunk"])
-    )
-    device = pick_device(str(cfg["device"]))
-    model.to(device)
-    # a model trained on LM features: lm_features@<corpus>'s file where it exists, else live
-    features = checkpoint_features(
-        ckpt["config"], str(path), corpus=corpus, documents=docs, device=device
-    )
-    threads_before = torch.get_num_threads()
-    if cfg["threads"]:
-        torch.set_num_threads(int(cfg["threads"]))
-    log.info(
-        "%s: %d documents, k = %d, checkpoint %s (%s, encode_window %d)",
-        corpus, len(docs), k, path, device, model.config.encode_window,
-    )  # fmt: skip
-    started = time.perf_counter()
-    distinct: list[int] = []
-    bar = Progress(f"kbest@{corpus}", len(docs), "docs", every_s=every, logger=log)
-
-    def progress(count: int, trees: list[Tree]) -> None:
-        distinct.append(sum(not t.padded for t in trees))
-        bar.update()
-
-    try:
-        with bar:
-            table = kbest_for_documents(model, vocab, docs, k, device, on_document=progress,
-                                        features=features)  # fmt: skip
-    finally:
-        torch.set_num_threads(threads_before)
-    seconds = time.perf_counter() - started
-    meta = {
-        "corpus": corpus,
-        "encoder": cfg["encoder"],
-        "seed": cfg["seed"],
-        "k": k,
-        "checkpoint_sha256": sha256_of(path),
-    }
-    with storage.atomic_dir(kbest_dir(corpus)) as tmp:
-        storage.write_table(tmp / f"{KBEST}.parquet", KBEST, table, meta)
-    metrics = {
-        "corpus": corpus,
-        "encoder": cfg["encoder"],
-        "seed": cfg["seed"],
-        "k": k,
-        "splits": splits,
-        "documents": len(docs),
-        "trees": table.num_rows,
-        "trees_per_doc": table.num_rows / len(docs),
-        "distinct_trees_per_doc": round(sum(distinct) / len(docs), 3),
-        "docs_with_k_distinct": sum(n == k for n in distinct),
-        "seconds": round(seconds, 3),
-        "docs_per_s": round(len(docs) / seconds, 2) if seconds > 0 else None,
-        "device": str(device),
-    }
-    storage.write_metrics(metrics_path(corpus), metrics)
-    log.info(
-        "%s: %d trees (%.1f distinct per document) in %.1fs",
-        corpus, table.num_rows, metrics["distinct_trees_per_doc"], seconds,
-    )  # fmt: skip
-    return metrics
-
-
 __all__ = [
-    "KbestSettings",
     "Tree",
     "chains",
-    "checkpoint_path",
-    "export_corpus",
     "kbest_for_documents",
     "kbest_trees",
     "tree_rows",

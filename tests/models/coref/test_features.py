@@ -482,10 +482,10 @@ def test_an_interrupted_stage_resumes_from_its_finished_documents(checkout, root
             raise KeyboardInterrupt("killed")
         return real(self, tokens)
 
-    monkeypatch.setattr(lmf, "RESUME_EVERY_S", 0.0)  # save after every document
+    monkeypatch.setattr(flow, "RESUME_EVERY_S", 0.0)  # save after every document
     monkeypatch.setattr(WordFeatureExtractor, "__call__", dies_on_the_fourth)
     with pytest.raises(KeyboardInterrupt):
-        lmf.export_corpus("handmade")
+        flow.export_corpus("handmade")
     assert not path.exists()
     parts = list((root / "data" / "cache" / "lm_features" / "tiny" / "handmade").rglob("part-*"))
     assert len(parts) == 3
@@ -494,7 +494,7 @@ def test_an_interrupted_stage_resumes_from_its_finished_documents(checkout, root
     monkeypatch.setattr(WordFeatureExtractor, "__call__", lambda self, tokens: (
         calls.append(len(tokens)), real(self, tokens))[1])  # fmt: skip
     with caplog.at_level("INFO", logger="corefrepro.lm_features"):
-        lmf.export_corpus("handmade")
+        flow.export_corpus("handmade")
     assert len(calls) == 3  # the three documents the killed run had not finished
     assert "3 of 6 documents reused from an interrupted run" in caplog.text
     assert path.read_bytes() == whole and written.read_bytes() == whole_metrics

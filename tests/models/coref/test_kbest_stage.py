@@ -1,4 +1,4 @@
-"""Stage `kbest` (flows/kbest.py, models/coref/kbest.py export_corpus) on the handmade corpus with a
+"""Stage `kbest` (flows/kbest.py; the heuristic is models/coref/kbest.py) on the handmade corpus with a
 tiny ASL model trained here; the paths of a checkout are redirected into a temp directory."""
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ import json
 import pytest
 import torch
 
+from flows import rerank_entitynlm as rerank_stage
 from models.entitynlm import ngram as ngram_item
-from models.entitynlm import rerank, rerank_stage, train
+from models.entitynlm import rerank, train
 from models.entitynlm.apply import (
     EntityNLMPredictor,
     EntityNLMScorer,
