@@ -25,7 +25,7 @@ from flows.runtime import flow, run_cli, task
 from models.coref.data import load_corpus
 from models.coref.features import checkpoint_features
 from models.coref.kbest import Tree, kbest_for_documents
-from models.coref.train import BEST, artifact_dir, load_checkpoint, restore
+from models.coref.train import BEST, load_checkpoint, restore
 from tasks.core import storage
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import resolve_path
@@ -35,6 +35,7 @@ from tasks.core.layout import docs_dir
 from tasks.core.progress import Progress
 from tasks.core.schema import KBEST
 from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
+from tasks.training.stage import artifact_dir
 
 log = logging.getLogger("corefrepro.kbest")
 
@@ -77,7 +78,7 @@ def settings() -> dict[str, Any]:
 
 def checkpoint_path(cfg: Mapping[str, Any]) -> Path:
     """artifacts/train_coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
-    return artifact_dir(str(cfg["encoder"]), int(cfg["seed"])) / BEST
+    return artifact_dir("train_coref", str(cfg["encoder"]), int(cfg["seed"])) / BEST
 
 
 def kbest_dir(corpus: str) -> Path:

@@ -4,39 +4,86 @@
 
 params.yaml train_coref names the corpora (GUM + LitBank by default; data/docs/<corpus>/),
 the shared model settings, each encoder's overrides, the training settings and the seeds.
-Each seed trains the E2E model (models/coref/train.py) with dev-CoNLL-F1 model selection and
-writes artifacts/train_coref/<encoder>/seed<k>/{best.pt,last.pt,history.json,metrics.json},
-one MLflow run per seed (experiment "train_coref", run "train_coref@<encoder>/seed<k>");
+The family (models/coref, found through models/registry.py) trains each seed: the E2E model
+with dev-CoNLL-F1 model selection. This stage parses the section, loads the splits once and
+places and records every seed (tasks/training/stage.py):
+artifacts/train_coref/<encoder>/seed<k>/{best.pt,last.pt,history.json,metrics.json}, one
+MLflow run per seed (experiment "train_coref", run "train_coref@<encoder>/seed<k>");
 metrics/train_coref/<encoder>.json summarizes the seeds run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 
 from flows.runtime import flow, run_cli, task, torchrun
-from models.coref import train as stage
+from models import registry
 from models.coref.data import load_splits
-from tasks.core.storage import write_metrics
+from models.coref.train import (
+    RECORDED,
+    TrainCorefSettings,
+    encoder_model_cfg,
+    run_params,
+    stacked,
+    train_seeds_stacked,
+)
+from tasks.core import storage
+from tasks.core.config import params
+from tasks.core.settings import parse_settings
+from tasks.core.tracking import log_metrics, log_params, tracked_runs
+from tasks.training.stage import artifact_dir, train_tracked_seed, write_summary
 
 log = logging.getLogger("corefrepro.train_coref")
+FAMILY = registry.get("coref")
+STAGE = FAMILY.stage
 
-train_seed = task(
-    stage.train_seed, name="train-coref-seed", task_run_name="train_coref@{encoder}/seed{seed}"
+
+def settings() -> TrainCorefSettings:
+    return parse_settings(FAMILY.settings, params(STAGE), STAGE)
+
+
+def train_seed(encoder: str, seed: int, splits, cfg: TrainCorefSettings, *, track: bool = True):
+    """One seed of one encoder under its MLflow run; metrics.json beside the checkpoints."""
+    return train_tracked_seed(FAMILY, encoder, seed, splits, cfg, dataset="+".join(cfg.corpora),
+                              run_params=run_params(encoder, seed, splits, cfg),
+                              recorded=RECORDED, track=track)  # fmt: skip
+
+
+def train_stacked(encoder: str, seeds: list[int], splits, cfg: TrainCorefSettings, *,
+                  track: bool = True) -> list[dict]:  # fmt: skip
+    """Every seed at once (models/coref/stacked.py): the same artifacts per seed (best.pt,
+    history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
+    dataset = "+".join(cfg.corpora)
+    specs = [{"item": encoder, "dataset": dataset, "seed": int(s),
+              "run_params": run_params(encoder, s, splits, cfg)} for s in seeds]  # fmt: skip
+    out_dirs = [artifact_dir(STAGE, encoder, s) for s in seeds]
+    tracking = tracked_runs(STAGE, specs) if track else contextlib.nullcontext(None)
+    with tracking as run_ids:
+        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
+                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
+        results = train_seeds_stacked(encoder, seeds, splits, cfg, out_dirs, log_metrics=sinks)
+        for run_id, metrics in zip(run_ids or [], results, strict=False):
+            log_params({k: str(metrics[k])[:6000] for k in RECORDED if k in metrics}, run_id)
+    for out_dir, metrics in zip(out_dirs, results, strict=True):
+        metrics["dataset"] = dataset
+        storage.write_metrics(out_dir / "metrics.json", metrics)
+    return results
+
+
+train_seed_task = task(
+    train_seed, name="train-coref-seed", task_run_name="train_coref@{encoder}/seed{seed}"
 )
-
-
-train_seeds_stacked = task(
-    stage.train_seeds_stacked, name="train-coref-seeds-stacked",
-    task_run_name="train_coref@{encoder}/stacked",
-)  # fmt: skip
+train_stacked_task = task(
+    train_stacked, name="train-coref-seeds-stacked", task_run_name="train_coref@{encoder}/stacked"
+)
 
 
 @flow(name="train-coref")
 def train_coref(encoder: str, seed: int | None = None) -> dict:
-    cfg = stage.settings()  # every setting checked before any work
-    stage.encoder_model_cfg(cfg, encoder)  # fail early on an unknown encoder
+    cfg = settings()  # every setting checked before any work
+    encoder_model_cfg(cfg, encoder)  # fail early on an unknown encoder
     splits = load_splits(cfg.corpora, drop_singletons=cfg.drop_singletons)
     log.info(
         "%s on %s: %s documents",
@@ -45,13 +92,11 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
         {split: len(docs) for split, docs in splits.items()},
     )
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
-    if stage.stacked(cfg, seeds):  # one computation, each seed as if alone (#15.1)
-        results = train_seeds_stacked(encoder, seeds, splits, cfg)
+    if stacked(cfg, seeds):  # one computation, each seed as if alone (#15.1)
+        results = train_stacked_task(encoder, seeds, splits, cfg)
     else:
-        results = [train_seed(encoder, s, splits, cfg) for s in seeds]
-    summary = stage.summarize(encoder, results)
-    write_metrics(stage.metrics_path(encoder), summary)
-    return summary
+        results = [train_seed_task(encoder, s, splits, cfg) for s in seeds]
+    return write_summary(FAMILY, encoder, results)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -59,9 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder", required=True, choices=("baseline", "lsl", "asl"))
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
-    if not run_cli(
-        torchrun, "flows.train_coref", lambda: stage.settings().train.get("nproc", 1), argv
-    ):
+    if not run_cli(torchrun, "flows.train_coref", lambda: settings().train.get("nproc", 1), argv):
         run_cli(train_coref, args.encoder, args.seed)
 
 

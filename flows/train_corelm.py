@@ -17,6 +17,8 @@ import argparse
 from flows.runtime import flow, run_cli, task, torchrun
 from models.corelm import train as stage
 
+settings = stage.settings  # the section's parser (still in models/, issue #31)
+
 run_model = task(
     stage.run_model, name="train-corelm-model", task_run_name="train_corelm@{model_name}"
 )

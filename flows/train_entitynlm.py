@@ -5,10 +5,12 @@
 
 params.yaml train_entitynlm names the annotation runs whose EntityNLM views are the data
 (data/graphs/<run>/entitynlm.parquet), the model and training settings and the importance
-sampling. Each seed writes artifacts/train_entitynlm/<model>/seed<k>/{best.pt,history.json,
+sampling. The family (models/entitynlm, found through models/registry.py) trains each seed;
+this stage parses the section, prepares the data once and places and records every seed
+(tasks/training/stage.py): artifacts/train_entitynlm/<model>/seed<k>/{best.pt,history.json,
 metrics.json} (EntityNLM also importance_documents.json: per document, the Eq. 11 estimate at
-each N and its two lower bounds) and one MLflow run (experiment "train_entitynlm"); metrics/train_entitynlm/
-<model>.json summarizes the seeds.
+each N and its two lower bounds), one MLflow run per seed (experiment "train_entitynlm"), and
+metrics/train_entitynlm/<model>.json summarizing the seeds.
 """
 
 from __future__ import annotations
@@ -17,42 +19,56 @@ import argparse
 import logging
 
 from flows.runtime import flow, run_cli, task, torchrun
+from models import registry
 from models.entitynlm import ngram
-from models.entitynlm import train as stage
+from models.entitynlm.train import MODELS, TrainEntityNLMSettings, prepare_data, run_params
+from tasks.core.config import params
+from tasks.core.settings import parse_settings
 from tasks.core.storage import write_metrics
+from tasks.training.stage import metrics_path, train_tracked_seed, write_summary
 
 log = logging.getLogger("corefrepro.train_entitynlm")
+FAMILY = registry.get("entitynlm")
+STAGE = FAMILY.stage
 
-train_seed = task(
-    stage.train_seed, name="train-entitynlm-seed", task_run_name="train_entitynlm@{kind}/seed{seed}"
+
+def settings() -> TrainEntityNLMSettings:
+    return parse_settings(FAMILY.settings, params(STAGE), STAGE)
+
+
+def train_seed(kind: str, seed: int, data, cfg: TrainEntityNLMSettings, *, track: bool = True):
+    """One seed of one model under its MLflow run; metrics.json beside its checkpoints."""
+    return train_tracked_seed(FAMILY, kind, seed, data, cfg, dataset="+".join(cfg.runs),
+                              run_params=run_params(cfg, data), track=track)  # fmt: skip
+
+
+train_seed_task = task(
+    train_seed, name="train-entitynlm-seed", task_run_name="train_entitynlm@{kind}/seed{seed}"
 )
-
 train_5gram = task(ngram.train_item, name="train-5gram", task_run_name="train_entitynlm@5gram")
 
 
 @flow(name="train-entitynlm")
 def train_entitynlm(model: str, seed: int | None = None) -> dict:
-    cfg = stage.settings()  # every setting checked before any work
-    splits, vocab = stage.prepare_data(cfg)
+    cfg = settings()  # every setting checked before any work
+    splits, vocab = prepare_data(cfg)
     log.info("%s on %s: documents %s, vocabulary %d", model, "+".join(cfg.runs),
              {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip
     if model == ngram.ITEM:  # the count-based baseline: no seeds, one ARPA
         summary = train_5gram(splits, vocab, cfg)
-        write_metrics(stage.metrics_path(model), summary)
+        write_metrics(metrics_path(STAGE, model), summary)
         return summary
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
-    results = [train_seed(model, s, (splits, vocab), cfg) for s in seeds]
-    summary = stage.summarize(model, results)
-    write_metrics(stage.metrics_path(model), summary)
-    return summary
+    results = [train_seed_task(model, s, (splits, vocab), cfg) for s in seeds]
+    return write_summary(FAMILY, model, results)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, choices=[*stage.MODELS, ngram.ITEM])
+    parser.add_argument("--model", required=True, choices=[*MODELS, ngram.ITEM])
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
-    if not run_cli(torchrun, "flows.train_entitynlm", lambda: stage.settings().train.nproc, argv):
+    if not run_cli(torchrun, "flows.train_entitynlm", lambda: settings().train.nproc, argv):
         run_cli(train_entitynlm, args.model, args.seed)
 
 

@@ -24,6 +24,8 @@ import argparse
 from flows.runtime import Runner, flow, run_cli, task, torchrun
 from models.mage import train as stage
 
+settings = stage.settings  # the section's parser (still in models/, issue #31)
+
 
 # one seed after the other: training already uses every core it is given
 def _seed_run_name() -> str:

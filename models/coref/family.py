@@ -11,7 +11,6 @@ FAMILY = Family(
     name="coref",
     paper=PAPERS["train_coref"],
     settings=train.TrainCorefSettings,
-    load_settings=train.settings,
     recipe=train.CorefRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,

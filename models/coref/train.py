@@ -59,17 +59,14 @@ from models.coref.features import FeatureSpec, WordFeatures, training_features
 from models.coref.model import CorefConfig, CorefModel
 from models.coref.stacked import SeedStreams, StackedCoref
 from tasks.core import checkpoints as _ckpt
-from tasks.core import storage
 from tasks.core.checkpoints import (
     CheckpointMismatchError,
     jsonable,
     pick_device,
     seed_everything,
 )
-from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
-from tasks.core.tracking import log_metrics, log_params, tracked_run, tracked_runs
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import (
     BEST,
@@ -555,12 +552,10 @@ def _final(recipe: CorefRecipe, result, embeddings, started: float, log_metrics)
     return jsonable(metrics)
 
 
-# --------------------------------------------------------------------------- the DVC stage
-# params.yaml train_coref: corpora, drop_singletons, seeds, model (shared model settings),
-# encoders {name: model overrides}, train (CorefTrain fields).
-
-
-STAGE = "train_coref"
+# --------------------------------------------------------------------------- the family's seeds
+# params.yaml train_coref (parsed by the stage, flows/train_coref.py): corpora,
+# drop_singletons, seeds, model (shared model settings), encoders {name: model overrides},
+# train (CorefTrain fields).
 
 
 @dataclass
@@ -596,18 +591,6 @@ class TrainCorefSettings:
             raise ConfigError(problems)
 
 
-def settings() -> TrainCorefSettings:
-    return parse_settings(TrainCorefSettings, params(STAGE), STAGE)
-
-
-def artifact_dir(encoder: str, seed: int) -> Path:
-    return resolve_path(f"artifacts/{STAGE}") / encoder / f"seed{seed}"
-
-
-def metrics_path(encoder: str) -> Path:
-    return resolve_path(f"metrics/{STAGE}") / f"{encoder}.json"
-
-
 def encoder_model_cfg(cfg: TrainCorefSettings, encoder: str) -> dict[str, Any]:
     if encoder not in cfg.encoders:
         raise CorefreproError(
@@ -616,7 +599,7 @@ def encoder_model_cfg(cfg: TrainCorefSettings, encoder: str) -> dict[str, Any]:
     return {"encoder": encoder, **cfg.model, **(cfg.encoders[encoder] or {})}
 
 
-def _run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict[str, Any]:
+def run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict[str, Any]:
     """A seed's model and train settings and its data, as its MLflow run records them."""
     return {
         "model": resolve_model_cfg(encoder_model_cfg(cfg, encoder)),
@@ -627,7 +610,7 @@ def _run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dic
     }
 
 
-_RECORDED = ("embeddings", "embeddings_source", "device", "lm_features")  # MLflow params of a seed
+RECORDED = ("embeddings", "embeddings_source", "device", "lm_features")  # MLflow params of a seed
 
 
 def stage_features(
@@ -644,32 +627,15 @@ def stage_features(
                              cache=bool(mcfg["lm_cache"]), device=device)  # fmt: skip
 
 
-def train_seed(
-    encoder: str,
-    seed: int,
-    splits: Mapping[str, Sequence[CorefDocument]],
-    cfg: TrainCorefSettings,
-    *,
-    track: bool = True,
-) -> dict[str, Any]:
-    """One seed of one encoder: train_and_evaluate under its MLflow run; metrics.json beside
-    the checkpoints in artifacts/train_coref/<encoder>/seed<k>/."""
-    model_cfg = encoder_model_cfg(cfg, encoder)
-    train_cfg = {**cfg.train, "seed": int(seed)}
-    dataset = "+".join(cfg.corpora)
-    out_dir = artifact_dir(encoder, seed)
-    args = (splits["train"], splits["dev"], splits["test"], model_cfg, train_cfg, out_dir)
-    features = stage_features(cfg, model_cfg, splits)
-    if not track:
-        metrics = train_and_evaluate(*args, features=features)
-    else:
-        run_params = _run_params(encoder, seed, splits, cfg)
-        with tracked_run(STAGE, encoder, dataset=dataset, seed=int(seed), run_params=run_params):
-            metrics = train_and_evaluate(*args, log_metrics=log_metrics, features=features)
-            log_params({k: str(metrics[k])[:6000] for k in _RECORDED if k in metrics})
-    metrics["dataset"] = dataset
-    storage.write_metrics(out_dir / "metrics.json", metrics)
-    return metrics
+def train_seed(item: str, seed: int, data: Mapping[str, Sequence[CorefDocument]],
+               settings: TrainCorefSettings, out_dir: str | Path, *,
+               log_metrics=None) -> dict[str, Any]:  # fmt: skip
+    """One seed of encoder `item` (tasks/training/family.py SeedTrainer); data = the splits."""
+    model_cfg = encoder_model_cfg(settings, item)
+    features = stage_features(settings, model_cfg, data)
+    return train_and_evaluate(data["train"], data["dev"], data["test"], model_cfg,
+                              {**settings.train, "seed": int(seed)}, out_dir,
+                              log_metrics=log_metrics, features=features)  # fmt: skip
 
 
 def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
@@ -677,35 +643,17 @@ def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
     return len(seeds) > 1 and bool(resolve_train_cfg(cfg.train).seeds_stacked)
 
 
-def train_seeds_stacked(
-    encoder: str,
-    seeds: Sequence[int],
-    splits: Mapping[str, Sequence[CorefDocument]],
-    cfg: TrainCorefSettings,
-    *,
-    track: bool = True,
-) -> list[dict[str, Any]]:
-    """train_seed for every seed at once (train_and_evaluate_stacked): the same artifacts per
-    seed (best.pt, history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
-    dataset = "+".join(cfg.corpora)
-    specs = [{"item": encoder, "dataset": dataset, "seed": int(s),
-              "run_params": _run_params(encoder, s, splits, cfg)} for s in seeds]  # fmt: skip
-    tracking = tracked_runs(STAGE, specs) if track else contextlib.nullcontext(None)
-    with tracking as run_ids:
-        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
-                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
-        results = train_and_evaluate_stacked(
-            splits["train"], splits["dev"], splits["test"], encoder_model_cfg(cfg, encoder),
-            [{**cfg.train, "seed": int(s)} for s in seeds],
-            [artifact_dir(encoder, s) for s in seeds], log_metrics=sinks,
-            features=stage_features(cfg, encoder_model_cfg(cfg, encoder), splits),
-        )  # fmt: skip
-        for run_id, metrics in zip(run_ids or [], results, strict=False):
-            log_params({k: str(metrics[k])[:6000] for k in _RECORDED if k in metrics}, run_id)
-    for seed, metrics in zip(seeds, results, strict=True):
-        metrics["dataset"] = dataset
-        storage.write_metrics(artifact_dir(encoder, seed) / "metrics.json", metrics)
-    return results
+def train_seeds_stacked(encoder: str, seeds: Sequence[int],
+                        splits: Mapping[str, Sequence[CorefDocument]], cfg: TrainCorefSettings,
+                        out_dirs: Sequence[str | Path], *, log_metrics=None) -> list[dict]:  # fmt: skip
+    """train_seed for every seed at once (train_and_evaluate_stacked): out_dirs[i] and
+    log_metrics[i] (one sink per seed, or None) are seed i's."""
+    model_cfg = encoder_model_cfg(cfg, encoder)
+    return train_and_evaluate_stacked(
+        splits["train"], splits["dev"], splits["test"], model_cfg,
+        [{**cfg.train, "seed": int(s)} for s in seeds], list(out_dirs), log_metrics=log_metrics,
+        features=stage_features(cfg, model_cfg, splits),
+    )  # fmt: skip
 
 
 def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -760,7 +708,9 @@ __all__ = [
     "predict",
     "prepare_vocab",
     "restore",
-    "settings",
+    "run_params",
+    "stacked",
+    "train_seeds_stacked",
     "summarize",
     "train_and_evaluate",
     "train_seed",

@@ -21,7 +21,6 @@ FAMILY = Family(
     name="corelm",
     paper=PAPERS["train_corelm"],
     settings=train.TrainCoreLMSettings,
-    load_settings=train.settings,
     recipe=train.CoreLMRecipe,
     train_seed=_train_seed,
     summarize=_summarize,

@@ -11,7 +11,6 @@ FAMILY = Family(
     name="entitynlm",
     paper=PAPERS["train_entitynlm"],
     settings=train.TrainEntityNLMSettings,
-    load_settings=train.settings,
     recipe=train.LMRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,

@@ -57,11 +57,9 @@ from models.entitynlm.sampling import (
 from models.registry import language_model
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable, load_checkpoint, seed_everything
-from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import Progress
 from tasks.core.settings import ConfigError, bounded, key_path, parse_settings, settings_to_dict
-from tasks.core.tracking import log_metrics, tracked_run
 from tasks.evaluation.lm import perplexity
 from tasks.evaluation.ngram import NgramSettings
 from tasks.training.loop import (
@@ -162,13 +160,9 @@ class TrainEntityNLMSettings:
             raise ConfigError(f"{key_path(path, 'max_documents')}: unknown splits {bad}")
 
 
-def settings() -> TrainEntityNLMSettings:
-    return parse_settings(TrainEntityNLMSettings, params(STAGE), STAGE)
-
-
-def prepare_data(cfg: TrainEntityNLMSettings | None = None):
-    """({split: documents}, vocabulary of the training split) as params.yaml says."""
-    cfg = cfg or settings()
+def prepare_data(cfg: TrainEntityNLMSettings):
+    """({split: documents}, vocabulary of the training split) as the settings say: the data
+    every seed of every model of the stage reads."""
     docs = load_view(cfg.runs, drop_singletons=cfg.drop_singletons)
     splits = split_documents(docs, cfg.max_documents)
     if not splits["train"] or not splits["dev"]:
@@ -177,9 +171,9 @@ def prepare_data(cfg: TrainEntityNLMSettings | None = None):
     return splits, vocab
 
 
-def token_documents(split: str, cfg: TrainEntityNLMSettings | None = None) -> list[list[str]]:
+def token_documents(split: str, cfg: TrainEntityNLMSettings) -> list[list[str]]:
     """The tokens every language model of Table 1 is scored on (the 5-gram reads them): the
-    documents of `split` of params.yaml train_entitynlm (runs, max_documents), preprocessed
+    documents of `split` of the settings (runs, max_documents), preprocessed
     (§4, models/entitynlm/data.py), words outside the training vocabulary replaced by `unk`.
     One list per document, in the order the neural models see them (doc_id)."""
     splits, vocab = prepare_data(cfg)
@@ -403,35 +397,21 @@ def train_and_evaluate(kind, splits, vocab, cfg: TrainEntityNLMSettings, seed: i
     return jsonable(metrics)
 
 
-# --------------------------------------------------------------------------- the DVC stage
-
-
-def artifact_dir(kind: str, seed: int) -> Path:
-    return resolve_path(f"artifacts/{STAGE}") / kind / f"seed{seed}"
-
-
-def metrics_path(kind: str) -> Path:
-    return resolve_path(f"metrics/{STAGE}") / f"{kind}.json"
-
-
-def train_seed(kind: str, seed: int, data, cfg: TrainEntityNLMSettings, *, track: bool = True):
-    """One seed of one model under its MLflow run; metrics.json beside its checkpoints."""
+def train_seed(item: str, seed: int, data, settings: TrainEntityNLMSettings, out_dir: str | Path,
+               *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
+    """One seed of model `item` (tasks/training/family.py SeedTrainer); data = prepare_data's
+    (splits, vocabulary)."""
     splits, vocab = data
-    out_dir = artifact_dir(kind, seed)
-    dataset = "+".join(cfg.runs)
-    run_params = {"model": settings_to_dict(cfg.model), "train": settings_to_dict(cfg.train),
-                  "evaluation": settings_to_dict(cfg.evaluation), "runs": list(cfg.runs),
-                  "vocab_size": len(vocab),
-                  "documents": {s: len(d) for s, d in splits.items()}}  # fmt: skip
-    if track:
-        with tracked_run(STAGE, kind, dataset=dataset, seed=int(seed), run_params=run_params):
-            metrics = train_and_evaluate(kind, splits, vocab, cfg, seed, out_dir,
-                                         log_fn=log_metrics)  # fmt: skip
-    else:
-        metrics = train_and_evaluate(kind, splits, vocab, cfg, seed, out_dir)
-    metrics["dataset"] = dataset
-    storage.write_metrics(out_dir / "metrics.json", metrics)
-    return metrics
+    return train_and_evaluate(item, splits, vocab, settings, seed, out_dir, log_fn=log_metrics)
+
+
+def run_params(cfg: TrainEntityNLMSettings, data) -> dict[str, Any]:
+    """What a seed's MLflow run records of its settings and data."""
+    splits, vocab = data
+    return {"model": settings_to_dict(cfg.model), "train": settings_to_dict(cfg.train),
+            "evaluation": settings_to_dict(cfg.evaluation), "runs": list(cfg.runs),
+            "vocab_size": len(vocab),
+            "documents": {s: len(d) for s, d in splits.items()}}  # fmt: skip
 
 
 def _headline(r: Mapping[str, Any], split: str, n: str | None = None) -> float | None:

@@ -11,7 +11,6 @@ FAMILY = Family(
     name="mage",
     paper=PAPERS["train_mage"],
     settings=train.TrainMageSettings,
-    load_settings=train.settings,
     recipe=train.ReaderRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,

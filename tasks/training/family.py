@@ -1,18 +1,33 @@
 """The contract of a model family: what one folder models/<family>/ declares so that the
 pipeline can train, track and report it the same way as every other family.
 
+A family is code only: it reads no params.yaml and writes no stage output of its own. The
+stage (flows/train_<name>.py, found through models/registry.py) parses params.yaml
+train_<name> into `settings`, prepares the data, gives each seed its artifact folder and
+MLflow run (tasks/training/stage.py) and writes the summary to metrics/train_<name>/.
+
 Adding a family = its folder (nn.Modules, Parquet -> batches, a Recipe for the shared loop,
 a `family.py` with FAMILY), one line in models/registry.py, its params.yaml section
-`train_<name>`, its dvc.yaml stage `train_<name>`, its flow flows/train_<name>.py and its
-report section tasks/report/<name>.py. The stage name is the MLflow experiment
-(tasks/core/tracking.py) and the folder under artifacts/ and metrics/.
+`train_<name>`, its flow flows/train_<name>.py and its report section tasks/report/<name>.py.
+The stage name is the MLflow experiment (tasks/core/tracking.py) and the folder under
+artifacts/ and metrics/.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class SeedTrainer(Protocol):
+    """One seed of one stage item: train through the loop into out_dir (best.pt,
+    history.json), evaluate, return that seed's metrics; log_metrics, when given, receives
+    the learning curve (the seed's MLflow run is open around the call)."""
+
+    def __call__(self, item: str, seed: int, data: Any, settings: Any, out_dir: Path, *,
+                 log_metrics: Callable[..., None] | None = None) -> dict[str, Any]: ...  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -20,10 +35,11 @@ class Family:
     name: str  # "mage" -> stage train_mage, models/mage/, flows/train_mage.py
     paper: str  # what it reproduces (an MLflow tag on every run)
     settings: type  # params.yaml train_<name>, parsed strictly (tasks/core/settings.py)
-    load_settings: Callable[[], Any]  # the parsed section, before any work starts
     recipe: type  # its part of tasks/training/loop.py: model, batches, loss, evaluation
-    train_seed: Callable[..., dict[str, Any]]  # one seed -> that seed's metrics
-    summarize: Callable[..., dict[str, Any]]  # seeds -> the stage's DVC metrics
+    # one seed -> that seed's metrics: a SeedTrainer (entitynlm, coref; mage and corelm still
+    # have their own signatures and stage code in models/, issue #31)
+    train_seed: Callable[..., dict[str, Any]]
+    summarize: Callable[..., dict[str, Any]]  # (item, the seeds' metrics) -> the stage's metrics
     report: str  # the module rendering its section of reports/results.md
 
     @property

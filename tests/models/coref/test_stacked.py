@@ -112,10 +112,10 @@ def test_flow_trains_seeds_stacked_with_one_mlflow_run_per_seed(splits, tmp_path
     settings = {"corpora": ["handmade"], "seeds": [1, 2], "model": TINY,
                 "train": {**TRAIN, "seeds_stacked": True}}  # fmt: skip
     client = run_flow(monkeypatch, tmp_path, docs, settings, "lsl")
-    summary = json.loads((tmp_path / "metrics" / "lsl.json").read_text())
+    summary = json.loads((tmp_path / "metrics" / "train_coref" / "lsl.json").read_text())
     assert summary["seeds"] == 2 and set(summary["per_seed"]) == {"1", "2"}
     for s in (1, 2):
-        seed_metrics = json.loads((tmp_path / "artifacts" / "lsl" / f"seed{s}" / "metrics.json")
+        seed_metrics = json.loads((tmp_path / "artifacts" / "train_coref" / "lsl" / f"seed{s}" / "metrics.json")
                                   .read_text())  # fmt: skip
         assert seed_metrics["stacked_with"] == [1, 2] and seed_metrics["dataset"] == "handmade"
     exp = client.get_experiment_by_name("train_coref")

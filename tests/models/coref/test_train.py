@@ -269,18 +269,17 @@ def run_flow(monkeypatch, tmp_path, docs, settings: dict, encoder: str):
     import mlflow
 
     import flows.train_coref as flow
-    from models.coref import train as stage
+    from tasks.core import config
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
     monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
-    parsed = stage.parse_settings(stage.TrainCorefSettings, settings, "train_coref")
-    monkeypatch.setattr(stage, "settings", lambda: parsed)
+    parsed = flow.parse_settings(flow.TrainCorefSettings, settings, "train_coref")
+    monkeypatch.setattr(flow, "settings", lambda: parsed)
     monkeypatch.setattr(flow, "load_splits", lambda corpora, drop_singletons: docs)
-    monkeypatch.setattr(stage, "artifact_dir", lambda e, s: tmp_path / "artifacts" / e / f"seed{s}")
-    monkeypatch.setattr(stage, "metrics_path", lambda e: tmp_path / "metrics" / f"{e}.json")
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)  # artifacts/ and metrics/ of the stage
     flow.main(["--encoder", encoder])
     return mlflow.tracking.MlflowClient(uri)
 
@@ -294,10 +293,10 @@ def test_flow_logs_the_learning_curve_and_writes_metrics(splits, tmp_path, monke
         "train": {**FAST, "epochs": 2},
     }
     client = run_flow(monkeypatch, tmp_path, docs, settings, "asl")
-    summary = json.loads((tmp_path / "metrics" / "asl.json").read_text())
+    summary = json.loads((tmp_path / "metrics" / "train_coref" / "asl.json").read_text())
     assert summary["encoder"] == "asl" and summary["selected_seed"] == 3
     assert summary["dataset"] == "handmade" and summary["embeddings"] == "random"
-    assert (tmp_path / "artifacts" / "asl" / "seed3" / BEST).exists()
+    assert (tmp_path / "artifacts" / "train_coref" / "asl" / "seed3" / BEST).exists()
     exp = client.get_experiment_by_name("train_coref")
     (run,) = client.search_runs([exp.experiment_id])
     assert run.info.run_name == "train_coref@asl/seed3"

@@ -1,4 +1,5 @@
-"""Stage smoke test: train_entitynlm on tiny embedded-style views, both models, metrics out."""
+"""Stage smoke test: train_entitynlm (flows/train_entitynlm.py) on tiny embedded-style views,
+both models, metrics out."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import json
 
 import pytest
 
+import flows.train_entitynlm as stage
 from models.entitynlm import train
 from models.entitynlm.data import Vocab
+from tasks.core import config
 from tests.models.entitynlm.helpers import doc
 
 
@@ -24,7 +27,7 @@ def _splits():
 
 @pytest.mark.slow
 def test_stage_trains_both_models_and_reports_perplexities(tmp_path, monkeypatch):
-    monkeypatch.setattr(train, "artifact_dir", lambda kind, seed: tmp_path / kind / f"s{seed}")
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)  # artifacts/train_entitynlm/<model>/seed<k>
     splits = _splits()
     vocab = Vocab.build(splits["train"])
     cfg = train.TrainEntityNLMSettings(
@@ -32,15 +35,17 @@ def test_stage_trains_both_models_and_reports_perplexities(tmp_path, monkeypatch
         train=train.TrainSettings(epochs=2, batch_tokens=64, threads=1, device="cpu"),
         evaluation=train.EvalSettings(samples=10, samples_grid=[3, 10], sampling_seeds=[1, 2]),
     )
-    results = {k: train.train_seed(k, 1, (splits, vocab), cfg, track=False) for k in train.MODELS}
+    results = {k: stage.train_seed(k, 1, (splits, vocab), cfg, track=False) for k in train.MODELS}
     enlm, rnn = (train.summarize(k, [results[k]]) for k in train.MODELS)
     assert enlm["vocab_size"] == rnn["vocab_size"] == len(vocab)
     assert enlm["test_ppl"]["mean"] > 1 and rnn["test_ppl"]["mean"] > 1
     assert enlm["selected"]["test"]["is_ppl"]["n"] == 2
     assert enlm["selected"]["dev"]["joint_ppl"] > enlm["dev_ppl"]["mean"] * 0.5
-    assert (tmp_path / "entitynlm" / "s1" / "best.pt").is_file()
+    seed1 = tmp_path / "artifacts" / "train_entitynlm" / "entitynlm" / "seed1"
+    assert (seed1 / "best.pt").is_file()
+    assert json.loads((seed1 / "metrics.json").read_text())["seed"] == 1
     assert sorted(enlm["test_ppl_by_samples"]) == ["10", "3"] and enlm["is_samples"] == 10
     assert sorted(enlm["selected"]["test"]["is_by_corpus"]) == ["run"]
-    per_doc = json.loads((tmp_path / "entitynlm" / "s1" / train.IS_DOCUMENTS).read_text())
+    per_doc = json.loads((seed1 / train.IS_DOCUMENTS).read_text())
     assert [len(per_doc[s]) for s in ("dev", "test")] == [2, 2]
     assert all(r["bound"] >= r["gold_joint"] for r in per_doc["test"])

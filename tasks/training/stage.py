@@ -1,0 +1,53 @@
+"""What every training stage does around a family's seeds (flows/train_<name>.py): the
+artifact folder artifacts/<stage>/<item>/seed<k>/, the seed's MLflow run
+<stage>@<item>/seed<k> around the family's training, the seed's metrics.json beside its
+checkpoints, and the summary metrics/<stage>/<item>.json. The family (tasks/training/family.py)
+trains; this module only places and records, so every family's outputs sit where the report,
+DVC and MLflow expect them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tasks.core import storage
+from tasks.core.config import resolve_path
+from tasks.core.tracking import log_metrics, log_params, tracked_run
+from tasks.training.family import Family
+
+
+def artifact_dir(stage: str, item: str, seed: int) -> Path:
+    return resolve_path(f"artifacts/{stage}") / item / f"seed{seed}"
+
+
+def metrics_path(stage: str, item: str) -> Path:
+    return resolve_path(f"metrics/{stage}") / f"{item}.json"
+
+
+def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings: Any, *,
+                       dataset: str, run_params: Mapping[str, Any],
+                       recorded: Sequence[str] = (), track: bool = True) -> dict[str, Any]:  # fmt: skip
+    """family.train_seed under the seed's MLflow run (run_params its params; the metrics keys
+    in `recorded` logged as params after training); the metrics, with `dataset`, written to
+    the seed's metrics.json and returned."""
+    out_dir = artifact_dir(family.stage, item, seed)
+    if track:
+        with tracked_run(family.stage, item, dataset=dataset, seed=int(seed),
+                         run_params=run_params):  # fmt: skip
+            metrics = family.train_seed(item, seed, data, settings, out_dir,
+                                        log_metrics=log_metrics)  # fmt: skip
+            if recorded:
+                log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
+    else:
+        metrics = family.train_seed(item, seed, data, settings, out_dir)
+    metrics["dataset"] = dataset
+    storage.write_metrics(out_dir / "metrics.json", metrics)
+    return metrics
+
+
+def write_summary(family: Family, item: str, results: Sequence[Mapping[str, Any]]) -> dict:
+    """family.summarize over the seeds -> metrics/<stage>/<item>.json."""
+    summary = family.summarize(item, results)
+    storage.write_metrics(metrics_path(family.stage, item), summary)
+    return summary
