@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder", required=True, choices=("baseline", "lsl", "asl"))
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
-    if not run_cli(torchrun, "flows.train_coref", lambda: settings().train.get("nproc", 1), argv):
+    if not run_cli(torchrun, "flows.train_coref", lambda: settings().train.nproc, argv):
         run_cli(train_coref, args.encoder, args.seed)
 
 

@@ -149,7 +149,10 @@ def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def resolve_train_cfg(train_cfg: Mapping[str, Any]) -> CorefTrain:
+def resolve_train_cfg(train_cfg: CorefTrain | Mapping[str, Any]) -> CorefTrain:
+    """The typed settings as they are, a mapping of CorefTrain keys parsed (tests, benches)."""
+    if isinstance(train_cfg, CorefTrain):
+        return train_cfg
     return parse_settings(CorefTrain, train_cfg, "train_coref train")
 
 
@@ -440,7 +443,7 @@ def train_and_evaluate(
     dev_docs: Sequence[CorefDocument],
     test_docs: Sequence[CorefDocument],
     model_cfg: Mapping[str, Any],
-    train_cfg: Mapping[str, Any],
+    train_cfg: CorefTrain | Mapping[str, Any],
     out_dir: str | Path,
     *,
     log_metrics: Callable[[Mapping[str, float], int | None], None] | None = None,
@@ -474,7 +477,7 @@ def train_and_evaluate_stacked(
     dev_docs: Sequence[CorefDocument],
     test_docs: Sequence[CorefDocument],
     model_cfg: Mapping[str, Any],
-    train_cfgs: Sequence[Mapping[str, Any]],
+    train_cfgs: Sequence[CorefTrain | Mapping[str, Any]],
     out_dirs: Sequence[str | Path],
     *,
     log_metrics: Sequence[Callable[[Mapping[str, float], int | None], None] | None] | None = None,
@@ -569,13 +572,12 @@ class TrainCorefSettings:
     encoders: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {"baseline": {}, "lsl": {}, "asl": {}}
     )
-    train: dict[str, Any] = field(default_factory=dict)  # CorefTrain keys
+    train: CorefTrain = field(default_factory=CorefTrain)
 
     def validate(self, path: str) -> None:
-        """The model settings of every encoder and the train settings parse."""
+        """The model settings of every encoder parse (train is a typed section)."""
         problems: list[str] = []
-        checks = [lambda: parse_settings(CorefTrain, self.train, f"{path}.train")]
-        checks += [
+        checks = [
             lambda name=name: parse_settings(
                 CorefModelSettings, {**self.model, **(self.encoders[name] or {})},
                 f"{path}.encoders.{name}" if self.encoders[name] else f"{path}.model",
@@ -603,7 +605,7 @@ def run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict
     """A seed's model and train settings and its data, as its MLflow run records them."""
     return {
         "model": resolve_model_cfg(encoder_model_cfg(cfg, encoder)),
-        "train": settings_to_dict(resolve_train_cfg({**cfg.train, "seed": int(seed)})),
+        "train": settings_to_dict(dataclasses.replace(cfg.train, seed=int(seed))),
         "corpora": list(cfg.corpora),
         "drop_singletons": cfg.drop_singletons,
         "documents": {split: len(docs) for split, docs in splits.items()},
@@ -621,7 +623,7 @@ def stage_features(
     mcfg = resolve_model_cfg(model_cfg)
     if mcfg["lm_features"] is None:
         return None
-    device = pick_device(resolve_train_cfg(cfg.train).device)
+    device = pick_device(cfg.train.device)
     documents = [d for docs in splits.values() for d in docs]
     return training_features(mcfg["lm_features"], cfg.corpora, documents,
                              cache=bool(mcfg["lm_cache"]), device=device)  # fmt: skip
@@ -634,13 +636,13 @@ def train_seed(item: str, seed: int, data: Mapping[str, Sequence[CorefDocument]]
     model_cfg = encoder_model_cfg(settings, item)
     features = stage_features(settings, model_cfg, data)
     return train_and_evaluate(data["train"], data["dev"], data["test"], model_cfg,
-                              {**settings.train, "seed": int(seed)}, out_dir,
+                              dataclasses.replace(settings.train, seed=int(seed)), out_dir,
                               log_metrics=log_metrics, features=features)  # fmt: skip
 
 
 def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
     """Whether the seeds train stacked (train.seeds_stacked, more than one seed)."""
-    return len(seeds) > 1 and bool(resolve_train_cfg(cfg.train).seeds_stacked)
+    return len(seeds) > 1 and cfg.train.seeds_stacked
 
 
 def train_seeds_stacked(encoder: str, seeds: Sequence[int],
@@ -651,7 +653,8 @@ def train_seeds_stacked(encoder: str, seeds: Sequence[int],
     model_cfg = encoder_model_cfg(cfg, encoder)
     return train_and_evaluate_stacked(
         splits["train"], splits["dev"], splits["test"], model_cfg,
-        [{**cfg.train, "seed": int(s)} for s in seeds], list(out_dirs), log_metrics=log_metrics,
+        [dataclasses.replace(cfg.train, seed=int(s)) for s in seeds], list(out_dirs),
+        log_metrics=log_metrics,
         features=stage_features(cfg, model_cfg, splits),
     )  # fmt: skip
 
