@@ -30,10 +30,8 @@ from models.coref.train import (
     train_seeds_stacked,
 )
 from tasks.core import storage
-from tasks.core.config import params
-from tasks.core.settings import parse_settings
 from tasks.core.tracking import log_metrics, log_params, tracked_runs
-from tasks.training.stage import artifact_dir, train_tracked_seed, write_summary
+from tasks.training.stage import artifact_dir, load_settings, train_tracked_seed, write_summary
 
 log = logging.getLogger("corefrepro.train_coref")
 FAMILY = registry.get("coref")
@@ -41,7 +39,7 @@ STAGE = FAMILY.stage
 
 
 def settings() -> TrainCorefSettings:
-    return parse_settings(FAMILY.settings, params(STAGE), STAGE)
+    return load_settings(FAMILY)
 
 
 def train_seed(encoder: str, seed: int, splits, cfg: TrainCorefSettings, *, track: bool = True):

@@ -22,10 +22,8 @@ from flows.runtime import flow, run_cli, task, torchrun
 from models import registry
 from models.entitynlm import ngram
 from models.entitynlm.train import MODELS, TrainEntityNLMSettings, prepare_data, run_params
-from tasks.core.config import params
-from tasks.core.settings import parse_settings
 from tasks.core.storage import write_metrics
-from tasks.training.stage import metrics_path, train_tracked_seed, write_summary
+from tasks.training.stage import load_settings, metrics_path, train_tracked_seed, write_summary
 
 log = logging.getLogger("corefrepro.train_entitynlm")
 FAMILY = registry.get("entitynlm")
@@ -33,7 +31,7 @@ STAGE = FAMILY.stage
 
 
 def settings() -> TrainEntityNLMSettings:
-    return parse_settings(FAMILY.settings, params(STAGE), STAGE)
+    return load_settings(FAMILY)
 
 
 def train_seed(kind: str, seed: int, data, cfg: TrainEntityNLMSettings, *, track: bool = True):

@@ -8,7 +8,8 @@ MLflow run (tasks/training/stage.py) and writes the summary to metrics/train_<na
 
 Adding a family = its folder (nn.Modules, Parquet -> batches, a Recipe for the shared loop,
 a `family.py` with FAMILY), one line in models/registry.py, its params.yaml section
-`train_<name>`, its flow flows/train_<name>.py and its report section tasks/report/<name>.py.
+`train_<name>`, its dvc.yaml stage `train_<name>` (the code deps generated: tasks/core/
+stage_deps.py), its flow flows/train_<name>.py and its report section tasks/report/<name>.py.
 The stage name is the MLflow experiment (tasks/core/tracking.py) and the folder under
 artifacts/ and metrics/.
 """

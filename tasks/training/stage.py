@@ -1,5 +1,5 @@
-"""What every training stage does around a family's seeds (flows/train_<name>.py): the
-artifact folder artifacts/<stage>/<item>/seed<k>/, the seed's MLflow run
+"""What every training stage does around a family's seeds (flows/train_<name>.py): its
+settings parsed, the artifact folder artifacts/<stage>/<item>/seed<k>/, the seed's MLflow run
 <stage>@<item>/seed<k> around the family's training, the seed's metrics.json beside its
 checkpoints, and the summary metrics/<stage>/<item>.json. The family (tasks/training/family.py)
 trains; this module only places and records, so every family's outputs sit where the report,
@@ -13,8 +13,16 @@ from typing import Any
 
 from tasks.core import storage
 from tasks.core.config import resolve_path
+from tasks.core.settings import parse_settings
 from tasks.core.tracking import log_metrics, log_params, tracked_run
 from tasks.training.family import Family
+
+
+def load_settings(family: Family) -> Any:
+    """params.yaml train_<name> parsed into family.settings: every key checked before any work."""
+    from tasks.core.config import params  # looked up per call: tests give their own
+
+    return parse_settings(family.settings, params(family.stage), family.stage)
 
 
 def artifact_dir(stage: str, item: str, seed: int) -> Path:

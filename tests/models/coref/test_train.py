@@ -30,6 +30,7 @@ from tasks.annotation import annotators
 from tasks.annotation.annotators.base import Doc
 from tasks.core.errors import CorefreproError, DataError
 from tasks.core.schema import DOCUMENTS, MENTIONS
+from tasks.core.settings import parse_settings
 from tasks.core.storage import write_table
 from tasks.corpora import handmade
 
@@ -276,7 +277,7 @@ def run_flow(monkeypatch, tmp_path, docs, settings: dict, encoder: str):
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
     monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
-    parsed = flow.parse_settings(flow.TrainCorefSettings, settings, "train_coref")
+    parsed = parse_settings(flow.TrainCorefSettings, settings, "train_coref")
     monkeypatch.setattr(flow, "settings", lambda: parsed)
     monkeypatch.setattr(flow, "load_splits", lambda corpora, drop_singletons: docs)
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)  # artifacts/ and metrics/ of the stage
