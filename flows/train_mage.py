@@ -5,7 +5,9 @@
 params.yaml train_mage names the graph run (data), the model settings (models.<name>), the
 training settings (train, with per-task overrides in task_settings) and the seeds; a task is
 a task label of the graph table, or a name of task_groups (several labels trained jointly).
-Trains through the one loop (tasks/training/loop.py). Writes
+The family (models/mage, found through models/registry.py) trains each seed through the one
+loop (tasks/training/loop.py); this stage resolves the item's settings (plan), loads its data
+once and places and records every seed (tasks/training/stage.py):
 artifacts/train_mage/<model>-<task>/seed<k>/{best.pt,history.json,metrics.json} and
 metrics/train_mage/<model>-<task>.json (the best-dev seed's dev/test numbers, Dhingra et al.
 §4.2); every seed is an MLflow run train_mage@<model>-<task>/seed<k> in the experiment
@@ -20,52 +22,203 @@ are summarized afterwards with `--collect`, which trains nothing:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from flows.runtime import Runner, flow, run_cli, task, torchrun
-from models.mage import train as stage
+from models import registry
+from models.mage.data import ReaderData
+from models.mage.train import (
+    GRAPH_VARIANT_KEYS,
+    ReaderItem,
+    TrainMageSettings,
+    check_split,
+    recipe_train,
+    resolve_model_cfg,
+    run_params,
+    train_seeds_stacked,
+)
+from tasks.core import storage
+from tasks.core.checkpoints import jsonable
+from tasks.core.config import resolve_path
+from tasks.core.errors import CorefreproError
+from tasks.core.fetch import sha256_of
+from tasks.core.tracking import log_metrics, tracked_runs
+from tasks.training.stage import (
+    artifact_dir,
+    load_settings,
+    record_history,
+    train_tracked_seed,
+    write_summary,
+)
 
-settings = stage.settings  # the section's parser (still in models/, issue #31)
+FAMILY = registry.get("mage")
+STAGE = FAMILY.stage
+SEED_METRICS = "metrics.json"
 
 
-# one seed after the other: training already uses every core it is given
-def _seed_run_name() -> str:
-    """train_mage@<model>-<task>/seed<k>: the name of the seed's MLflow run too."""
-    from prefect.runtime import task_run
-
-    p = task_run.parameters
-    return f"train_mage@{p['model']}-{p['task']}/seed{p['train_cfg']['seed']}"
+def settings() -> TrainMageSettings:
+    return load_settings(FAMILY)
 
 
-train_seed = task(stage.train_seed, name="train-reader", task_run_name=_seed_run_name)
+def graphs_path(cfg: TrainMageSettings, run: str | None = None) -> Path:
+    return resolve_path("data/graphs") / (run or cfg.data) / "graphs.parquet"
 
 
-def _stacked_run_name() -> str:
-    """train_mage@<model>-<task>/seeds1-2-3: the seeds trained together."""
-    from prefect.runtime import task_run
-
-    plans = task_run.parameters["plans"]
-    seeds = "-".join(str(p["train_cfg"]["seed"]) for p in plans)
-    return f"train_mage@{plans[0]['model']}-{plans[0]['task']}/seeds{seeds}"
+def variant(model: str, task: str) -> str:
+    """The stage's item name, as DVC's matrix writes it: train_mage@<model>-<task>."""
+    return f"{model}-{task}"
 
 
-train_stacked = task(
-    stage.train_seeds_stacked, name="train-readers-stacked", task_run_name=_stacked_run_name
+def plan(cfg: TrainMageSettings, model: str, task: str) -> ReaderItem:
+    """The settings every seed of <model>-<task> trains under. Precedence of train keys:
+    train < task_settings.<task> < the model's recipe < the model entry's own train."""
+    if model not in cfg.models:
+        raise CorefreproError(
+            f"params.yaml train_mage.models: no model '{model}'; known: {sorted(cfg.models)}"
+        )
+    model_cfg = {**cfg.model_defaults, **(cfg.models[model] or {})}
+    # a model entry may override train settings, so an ablation that changes the data the
+    # model reads (edge_types: [sequential]) is a row of the matrix like any other model
+    own_train = model_cfg.pop("train", None) or {}
+    # a model entry may read its own graph run (data: <run>), e.g. the coreference placement
+    # ablation (graphs@<run>-sentence) trained beside the paper's placement
+    graphs = graphs_path(cfg, model_cfg.pop("data", None))
+    train_cfg = {**cfg.train, **(cfg.task_settings.get(task) or {}),
+                 **recipe_train(model_cfg), **own_train}  # fmt: skip
+    check_split(resolve_model_cfg(model_cfg), f"train_mage.models.{model}")
+    labels = list(cfg.task_groups.get(task, [task]))
+    return ReaderItem(model, task, labels, str(graphs), model_cfg, train_cfg)
+
+
+def seeds_of(cfg: TrainMageSettings, seeds: Sequence[int] | None) -> list[int]:
+    return [int(s) for s in seeds] if seeds else [int(s) for s in cfg.seeds]
+
+
+def _placement(graphs: str | Path) -> dict[str, str]:
+    """{"coref_placement": ..., "segment_order": ..., "mention_span": ...} for the graph
+    table's settings off the paper's reading (tasks/graphs/dags.py PLACEMENTS, ORDERS,
+    MENTION_SPANS; the report's ablation reads coref_placement); {} for the paper's."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(graphs).metadata or {}
+    placement = meta.get(b"coreference_placement", b"paper").decode()
+    out = {} if placement == "paper" else {"coref_placement": placement}
+    for key in GRAPH_VARIANT_KEYS[1:]:
+        if key.encode() in meta:
+            out[key] = meta[key.encode()].decode()
+    return out
+
+
+# train settings that do not change what a seed learns (how fast, or how it logs)
+_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume", "seeds_stacked")
+
+
+def settings_fingerprint(graphs_sha256: str, item: ReaderItem, seed: int) -> str:
+    """sha256 of everything a seed's result depends on but the seed: the graph table's
+    content (its sha256), the task labels, the model and train settings. Seeds trained apart
+    (one per GPU, one per lane) are summarized together only if their fingerprints agree with
+    the current plan."""
+    train_cfg = {**item.train_cfg, "seed": int(seed)}
+    train = {k: v for k, v in train_cfg.items() if k not in _RUN_ONLY_KEYS}
+    fields = {"graphs": graphs_sha256, "labels": list(item.labels), "model": dict(item.model_cfg)}
+    fields["train"] = train
+    return hashlib.sha256(json.dumps(jsonable(fields), sort_keys=True).encode()).hexdigest()
+
+
+def seed_facts(item: ReaderItem, seed: int, graphs_sha256: str) -> dict[str, Any]:
+    """What the stage records with each seed's metrics: the graph table's variant and the
+    settings fingerprint that --collect checks."""
+    return {**_placement(item.graphs),
+            "settings_fingerprint": settings_fingerprint(graphs_sha256, item, seed)}  # fmt: skip
+
+
+def _dataset(item: ReaderItem, data: ReaderData) -> str:
+    return f"{data.corpus}/{'+'.join(item.labels)}"  # what the run reads: the group's members
+
+
+def train_seed(model: str, task: str, seed: int, data: ReaderData, item: ReaderItem,
+               graphs_sha256: str, *, track: bool = True) -> dict[str, Any]:  # fmt: skip
+    """One seed under its MLflow run; metrics.json beside its checkpoints."""
+    return train_tracked_seed(FAMILY, variant(model, task), seed, data, item,
+                              dataset=_dataset(item, data), run_params=run_params(item, seed, data),
+                              facts=seed_facts(item, seed, graphs_sha256), track=track)  # fmt: skip
+
+
+def train_stacked(model: str, task: str, seeds: list[int], data: ReaderData, item: ReaderItem,
+                  graphs_sha256: str, *, track: bool = True) -> list[dict]:  # fmt: skip
+    """Every seed at once (models/mage/stacked.py): the same artifacts per seed (best.pt,
+    history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
+    name, dataset = variant(model, task), _dataset(item, data)
+    specs = [{"item": name, "dataset": dataset, "seed": s,
+              "run_params": run_params(item, s, data)} for s in seeds]  # fmt: skip
+    out_dirs = [artifact_dir(STAGE, name, s) for s in seeds]
+    tracking = tracked_runs(STAGE, specs) if track else contextlib.nullcontext(None)
+    with tracking as run_ids:
+        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
+                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
+        results = train_seeds_stacked(name, seeds, data, item, out_dirs, log_metrics=sinks)
+        for run_id, out_dir in zip(run_ids or [], out_dirs, strict=False):
+            record_history(out_dir, run_id)
+    for seed, out_dir, metrics in zip(seeds, out_dirs, results, strict=True):
+        metrics["dataset"] = dataset
+        metrics.update(seed_facts(item, seed, graphs_sha256))
+        storage.write_metrics(out_dir / SEED_METRICS, jsonable(metrics))
+    return results
+
+
+train_seed_task = task(
+    train_seed, name="train-reader", task_run_name="train_mage@{model}-{task}/seed{seed}"
+)
+train_stacked_task = task(
+    train_stacked, name="train-readers-stacked", task_run_name="train_mage@{model}-{task}/stacked"
 )
 
 
+# one seed after the other: training already uses every core it is given
 @flow(name="train-mage", runner=Runner("threads", 1))
 def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
-    plans = stage.seed_plan(model, task, seeds)
-    if stage.stacked(plans):  # train.seeds_stacked: all seeds as one batched model
-        return stage.summarize(model, task, train_stacked(plans))
-    results = [train_seed(**kwargs) for kwargs in plans]
-    return stage.summarize(model, task, results)
+    cfg = settings()  # every setting checked before any work
+    item = plan(cfg, model, task)
+    seeds = seeds_of(cfg, seeds)
+    data = item.load_data()
+    graphs_sha256 = sha256_of(item.graphs)
+    if len(seeds) > 1 and item.train(seeds[0]).seeds_stacked:  # one batched model
+        results = train_stacked_task(model, task, seeds, data, item, graphs_sha256)
+    else:
+        results = [train_seed_task(model, task, s, data, item, graphs_sha256) for s in seeds]
+    return write_summary(FAMILY, variant(model, task), results)
 
 
 @flow(name="collect-mage-seeds")
 def collect_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
-    """Summarize the seeds of <model>-<task> trained apart (`--collect`); trains nothing."""
-    return stage.collect_seeds(model, task, seeds)
+    """Summarize the seeds of <model>-<task> trained apart (`--collect`); trains nothing: each
+    seed's metrics.json must exist and match the current settings (settings_fingerprint),
+    else the error names the seed."""
+    cfg = settings()
+    item = plan(cfg, model, task)
+    graphs_sha256 = sha256_of(item.graphs)  # one read of the (large) graph table
+    results = [_collected(item, s, graphs_sha256) for s in seeds_of(cfg, seeds)]
+    return write_summary(FAMILY, variant(model, task), results)
+
+
+def _collected(item: ReaderItem, seed: int, graphs_sha256: str) -> Mapping[str, Any]:
+    path = artifact_dir(STAGE, variant(item.model, item.task), seed) / SEED_METRICS
+    retrain = f"python -m flows.train_mage --model {item.model} --task {item.task} --seed {seed}"
+    where = f"{item.model} {item.task} seed {seed}"
+    if not path.is_file():
+        raise CorefreproError(f"{where}: no {path}; train it: {retrain}")
+    metrics = json.loads(path.read_text())
+    if metrics.get("settings_fingerprint") != settings_fingerprint(graphs_sha256, item, seed):
+        raise CorefreproError(
+            f"{where}: {path} was trained under other settings or graphs than params.yaml "
+            f"names now (settings fingerprint differs); retrain it: {retrain}"
+        )
+    return metrics
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else None
-    nproc = (lambda: 1) if args.collect else (lambda: stage.settings().train.get("nproc", 1))
+    nproc = (lambda: 1) if args.collect else (lambda: settings().train.get("nproc", 1))
     if not run_cli(torchrun, "flows.train_mage", nproc, argv):
         run_cli(collect_mage if args.collect else train_mage, args.model, args.task, seeds)
 

@@ -42,13 +42,10 @@ configuration it was trained under; loading it under a different configuration i
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -67,14 +64,12 @@ from models.mage.data import (
 )
 from models.mage.readers import BiGRUReader, GAReader
 from models.mage.stacked import StackedReader
-from tasks.core import storage
 from tasks.core.checkpoints import (
     CheckpointMismatchError,
     jsonable,
     load_checkpoint,
     seed_everything,
 )
-from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
 from tasks.core.settings import (
@@ -85,7 +80,6 @@ from tasks.core.settings import (
     parse_settings,
     settings_to_dict,
 )
-from tasks.core.tracking import log_dict, log_metrics, tracked_run, tracked_runs
 from tasks.evaluation.qa import QAScore, subset_metrics
 from tasks.training.loop import (
     BEST,
@@ -404,47 +398,35 @@ def train_and_evaluate(
     out_dir: str | Path,
     *,
     model_name: str | None = None,
-    track: bool = True,
     data: ReaderData | None = None,
-    task_label: str | None = None,
+    log_metrics: Callable[..., None] | None = None,
 ) -> dict[str, Any]:
     """Train on `task`'s train items, select on dev, report test once; returns the metrics.
 
-    Writes <out_dir>/best.pt (best dev) and <out_dir>/history.json (learning curve); with
-    track, logs the run to MLflow (experiment train_mage, one step per epoch). `data` may be
-    passed pre-loaded (it must come from the same graphs and settings).
+    Writes <out_dir>/best.pt (best dev) and <out_dir>/history.json (learning curve);
+    log_metrics, when given, receives the curve (one step per epoch) and the final figures.
+    `data` may be passed pre-loaded (it must come from the same graphs and settings).
     """
     tcfg = resolve_train_cfg(train_cfg, model_cfg)
     mcfg = resolve_model_cfg(model_cfg)
     name = model_name or model_label(mcfg)
+    if data is None:
+        data = load_data(graphs_path, task, tcfg)
+    dataset = f"{data.corpus}/{task_name(task)}"  # what the run reads: a task group's members
+    return _train(data, mcfg, tcfg, Path(out_dir), name, dataset, log_metrics, graphs_path)
+
+
+def task_name(task: str | Sequence[str]) -> str:
+    return task if isinstance(task, str) else "+".join(task)
+
+
+def load_data(graphs_path: str | Path, task: str | Sequence[str], tcfg: MageTrain) -> ReaderData:
+    """The reader data of a task (or task group's labels) under the data settings of tcfg."""
     with torch_threads(tcfg.threads):
-        if data is None:
-            data = load_reader_data(graphs_path, task, {k: getattr(tcfg, k) for k in DATA_DEFAULTS})
-    task_name = task if isinstance(task, str) else "+".join(task)
-    dataset = f"{data.corpus}/{task_name}"  # what the run reads: a task group's members
-    item = f"{name}-{task_label or task_name}"  # the DVC stage item (train_mage@bigru-syn2)
-    run_params = {
-        "model": mcfg,
-        "train": settings_to_dict(tcfg),
-        "data": data.signature() | data.stats,
-    }
-    run_params["data"].pop("classes", None)
-    tracking = (
-        tracked_run(
-            "train_mage",
-            item,
-            dataset=dataset,
-            seed=tcfg.seed,
-            run_params=run_params,
-        )  # fmt: skip
-        if track
-        else contextlib.nullcontext(None)
-    )
-    with tracking as mlflow_run:
-        return _train(data, mcfg, tcfg, Path(out_dir), name, dataset, mlflow_run, graphs_path)
+        return load_reader_data(graphs_path, task, {k: getattr(tcfg, k) for k in DATA_DEFAULTS})
 
 
-def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, mlflow_run, graphs):
+def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, log_fn, graphs):
     started = time.perf_counter()
     if not data.splits["dev"]:
         raise CorefreproError(f"{dataset}: no dev items: model selection needs a dev split")
@@ -454,7 +436,6 @@ def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, mlflow_run
     log.info("%s on %s (seed %d): %d train / %d dev / %d test items, %d parameters, output %s",
              name, dataset, tcfg.seed, len(data.splits["train"]), len(data.splits["dev"]),
              len(data.splits["test"]), n_params, data.output)  # fmt: skip
-    log_fn = (lambda m, step: log_metrics(m, step)) if mlflow_run is not None else None
     result = fit(recipe, tcfg, out_dir, name=f"{name} {dataset}", log_metrics=log_fn)
     with torch_threads(tcfg.threads):
         load_best(result, recipe)
@@ -466,9 +447,8 @@ def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, mlflow_run
             else None
         )
     metrics = _metrics(name, dataset, tcfg, result, dev, test, data, n_params, started)
-    if mlflow_run is not None:
-        log_metrics(_final_mlflow(metrics))
-        log_dict(jsonable(result.history), HISTORY)
+    if log_fn is not None:
+        log_fn(_final_mlflow(metrics), None)
     log.info("%s %s: best dev acc %.3f (epoch %d of %d), test acc %s, %.0f s", name, dataset,
              metrics["dev_acc"], metrics["best_epoch"], metrics["epochs_run"],
              f"{metrics['test_acc']:.3f} ({metrics['test_n']} items)" if test else "n/a",
@@ -669,33 +649,23 @@ def train_stacked(
     out_dirs: Sequence[str | Path],
     *,
     model_name: str | None = None,
-    track: bool = True,
     data: ReaderData | None = None,
-    task_label: str | None = None,
+    log_metrics: Sequence[Callable[..., None] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
-    stacked model; each seed gets its own out_dir, metrics and MLflow run, as if alone."""
+    stacked model; each seed gets its own out_dir, metrics and log_metrics sink, as if alone."""
     tcfgs = [resolve_train_cfg(t, model_cfg) for t in train_cfgs]
     mcfg = resolve_model_cfg(model_cfg)
     name = model_name or model_label(mcfg)
-    t0 = tcfgs[0]
-    with torch_threads(t0.threads):
-        if data is None:
-            data = load_reader_data(graphs_path, task, {k: getattr(t0, k) for k in DATA_DEFAULTS})
-    task_name = task if isinstance(task, str) else "+".join(task)
-    dataset = f"{data.corpus}/{task_name}"  # what the run reads: a task group's members
-    item = f"{name}-{task_label or task_name}"  # the DVC stage item (train_mage@bigru-syn2)
-    data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
-    specs = [{"item": item, "dataset": dataset, "seed": t.seed,
-              "run_params": {"model": mcfg, "train": settings_to_dict(t), "data": data_params}}
-             for t in tcfgs]  # fmt: skip
-    tracking = tracked_runs("train_mage", specs) if track else contextlib.nullcontext(None)
-    with tracking as run_ids:
-        return _train_stacked(data, mcfg, tcfgs, [Path(d) for d in out_dirs], name, dataset,
-                              run_ids, graphs_path)  # fmt: skip
+    if data is None:
+        data = load_data(graphs_path, task, tcfgs[0])
+    dataset = f"{data.corpus}/{task_name(task)}"
+    sinks = list(log_metrics or [None] * len(tcfgs))
+    return _train_stacked(data, mcfg, tcfgs, [Path(d) for d in out_dirs], name, dataset,
+                          sinks, graphs_path)  # fmt: skip
 
 
-def _train_stacked(data, mcfg, tcfgs, out_dirs, name, dataset, run_ids, graphs) -> list[dict]:
+def _train_stacked(data, mcfg, tcfgs, out_dirs, name, dataset, sinks, graphs) -> list[dict]:
     started = time.perf_counter()
     if not data.splits["dev"]:
         raise CorefreproError(f"{dataset}: no dev items: model selection needs a dev split")
@@ -704,10 +674,6 @@ def _train_stacked(data, mcfg, tcfgs, out_dirs, name, dataset, run_ids, graphs) 
     log.info("%s on %s: seeds %s stacked, %d train / %d dev items, %d parameters each", name,
              dataset, [t.seed for t in tcfgs], len(data.splits["train"]),
              len(data.splits["dev"]), n_params)  # fmt: skip
-    sinks = [
-        (lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
-        for r in (run_ids or [None] * len(tcfgs))
-    ]
     names = [f"{name} {dataset} seed {t.seed}" for t in tcfgs]
     fits = fit_lanes(recipe, tcfgs[0], out_dirs, names=names, log_metrics=sinks)
     results = []
@@ -726,9 +692,8 @@ def _train_stacked(data, mcfg, tcfgs, out_dirs, name, dataset, run_ids, graphs) 
             )
         metrics = _metrics(name, dataset, tcfg, result, dev, test, data, n_params, started)
         metrics["stacked_with"] = [t.seed for t in tcfgs]
-        if run_ids:
-            log_metrics(_final_mlflow(metrics), run_id=run_ids[k])
-            log_dict(jsonable(result.history), HISTORY, run_id=run_ids[k])
+        if sinks[k] is not None:
+            sinks[k](_final_mlflow(metrics), None)
         results.append(metrics)
     return results
 
@@ -818,31 +783,7 @@ def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -
     return model, override_settings(base, train, f"{where}.train")
 
 
-def settings() -> TrainMageSettings:
-    return parse_settings(TrainMageSettings, params("train_mage"), "train_mage")
-
-
-def graphs_path(cfg: TrainMageSettings, run: str | None = None) -> Path:
-    return resolve_path("data/graphs") / (run or cfg.data) / "graphs.parquet"
-
-
-STAGE = "train_mage"
-
-
-def variant(model: str, task: str) -> str:
-    """The stage's item name, as DVC's matrix writes it: train_mage@<model>-<task>."""
-    return f"{model}-{task}"
-
-
-def artifact_dir(model: str, task: str, seed: int) -> Path:
-    return resolve_path(f"artifacts/{STAGE}") / variant(model, task) / f"seed{seed}"
-
-
-def metrics_path(model: str, task: str) -> Path:
-    return resolve_path(f"metrics/{STAGE}") / f"{variant(model, task)}.json"
-
-
-def _check_split(mcfg: Mapping[str, Any], where: str) -> None:
+def check_split(mcfg: Mapping[str, Any], where: str) -> None:
     """A split MAGE state needs room for both parts (§4.2: the total fixed, d of it for
     coreference): refused before any data is read, not when the layer is built."""
     split = mcfg["encoder"] == "mage" and mcfg["mage_mode"] == "split"
@@ -853,172 +794,75 @@ def _check_split(mcfg: Mapping[str, Any], where: str) -> None:
         )
 
 
-def seed_plan(model: str, task: str, seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """One train_seed call (keyword arguments) per seed: the settings resolved from params.
-    Precedence: train < task_settings.<task> < a model's own train entry."""
-    cfg = settings()
-    if model not in cfg.models:
-        raise CorefreproError(
-            f"params.yaml train_mage.models: no model '{model}'; known: {sorted(cfg.models)}"
-        )
-    labels = list(cfg.task_groups.get(task, [task]))
-    model_cfg = {**cfg.model_defaults, **(cfg.models[model] or {})}
-    # a model entry may override train settings, so an ablation that changes the data the
-    # model reads (edge_types: [sequential]) is a row of the matrix like any other model
-    train_cfg = {
-        **cfg.train,
-        **(cfg.task_settings.get(task) or {}),
-        **recipe_train(model_cfg),  # the model's recipe (recipe: authors) over the globals
-        **(model_cfg.pop("train", None) or {}),
-    }
-    # a model entry may read its own graph run (data: <run>), e.g. the coreference placement
-    # ablation (graphs@<run>-sentence) trained beside the paper's placement
-    graphs = graphs_path(cfg, model_cfg.pop("data", None))
-    _check_split(resolve_model_cfg(model_cfg), f"train_mage.models.{model}")
-    seeds = list(seeds) if seeds else [int(s) for s in cfg.seeds]
-    return [
-        {
-            "graphs": str(graphs),
-            "model": model,
-            "task": task,
-            "labels": labels,
-            "model_cfg": model_cfg,
-            "train_cfg": {**train_cfg, "seed": int(s)},
-            "out_dir": str(artifact_dir(model, task, int(s))),
-        }
-        for s in seeds
-    ]
+@dataclass
+class ReaderItem:
+    """One item <model>-<task> of the stage, resolved from params.yaml train_mage by the stage
+    (flows/train_mage.py plan): what every seed of it trains under (the `settings` of
+    train_seed). Precedence of train keys: train < task_settings.<task> < the model's recipe
+    < the model entry's own train."""
+
+    model: str  # the key of train_mage.models (the metrics' and the MLflow run's name)
+    task: str  # a task label, or a key of task_groups
+    labels: list[str]  # the task labels trained jointly
+    graphs: str  # data/graphs/<run>/graphs.parquet
+    model_cfg: dict[str, Any]  # model_defaults + the entry (its train and data keys out)
+    train_cfg: dict[str, Any]  # the train keys, without the seed
+
+    @property
+    def task_arg(self) -> str | list[str]:
+        return self.labels if self.labels != [self.task] else self.task
+
+    def train(self, seed: int) -> MageTrain:
+        return resolve_train_cfg({**self.train_cfg, "seed": int(seed)}, self.model_cfg)
+
+    def load_data(self) -> ReaderData:
+        return load_data(self.graphs, self.task_arg, self.train(0))
 
 
-def train_seed(
-    graphs: str,
-    model: str,
-    task: str,
-    labels: list[str],
-    model_cfg: dict,
-    train_cfg: dict,
-    out_dir: str,
-) -> dict[str, Any]:
-    """One seed of one (model, task): train_and_evaluate, metrics kept beside the checkpoint."""
-    metrics = train_and_evaluate(
-        graphs,
-        labels if labels != [task] else task,
-        model_cfg,
-        train_cfg,
-        out_dir,
-        model_name=model,
-        task_label=task,
-    )
-    metrics["task"] = task
-    metrics.update(_placement(graphs))
-    metrics["settings_fingerprint"] = settings_fingerprint(
-        sha256_of(graphs), labels, model_cfg, train_cfg
-    )
-    storage.write_metrics(Path(out_dir) / SEED_METRICS, jsonable(metrics))
+def train_seed(item: str, seed: int, data: ReaderData, settings: ReaderItem,
+               out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
+    """One seed of one (model, task) (tasks/training/family.py SeedTrainer)."""
+    metrics = train_and_evaluate(settings.graphs, settings.task_arg, settings.model_cfg,
+                                 {**settings.train_cfg, "seed": int(seed)}, out_dir,
+                                 model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
+    metrics["task"] = settings.task
     return metrics
 
 
-def _placement(graphs: str | Path) -> dict[str, str]:
-    """{"coref_placement": ..., "segment_order": ..., "mention_span": ...} for the graph
-    table's settings off the paper's reading (tasks/graphs/dags.py PLACEMENTS, ORDERS,
-    MENTION_SPANS; the report's ablation reads coref_placement); {} for the paper's."""
-    import pyarrow.parquet as pq
-
-    meta = pq.read_schema(graphs).metadata or {}
-    placement = meta.get(b"coreference_placement", b"paper").decode()
-    out = {} if placement == "paper" else {"coref_placement": placement}
-    for key in GRAPH_VARIANT_KEYS[1:]:
-        if key.encode() in meta:
-            out[key] = meta[key.encode()].decode()
-    return out
-
-
-# metrics keys of a graph table off the paper's reading (_placement)
-GRAPH_VARIANT_KEYS = ("coref_placement", "segment_order", "mention_span")
-
-
-def stacked(plans: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the seeds of a plan train stacked (train.seeds_stacked, more than one seed)."""
-    return len(plans) > 1 and bool(plans[0]["train_cfg"].get("seeds_stacked"))
-
-
-def train_seeds_stacked(plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """train_seed for every seed of a plan at once (train_stacked): the same artifacts per
-    seed (best.pt, history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
-    first = plans[0]
-    labels, task = first["labels"], first["task"]
-    results = train_stacked(
-        first["graphs"], labels if labels != [task] else task, first["model_cfg"],
-        [p["train_cfg"] for p in plans], [p["out_dir"] for p in plans], model_name=first["model"],
-        task_label=task,
-    )  # fmt: skip
-    graphs_sha = sha256_of(first["graphs"])
-    for plan, metrics in zip(plans, results, strict=True):
-        metrics["task"] = task
-        metrics.update(_placement(first["graphs"]))
-        metrics["settings_fingerprint"] = settings_fingerprint(
-            graphs_sha, labels, plan["model_cfg"], plan["train_cfg"]
-        )
-        storage.write_metrics(Path(plan["out_dir"]) / SEED_METRICS, jsonable(metrics))
+def train_seeds_stacked(item: str, seeds: Sequence[int], data: ReaderData, settings: ReaderItem,
+                        out_dirs: Sequence[str | Path], *, log_metrics=None) -> list[dict]:  # fmt: skip
+    """train_seed for every seed at once (train_stacked): out_dirs[i] and log_metrics[i]
+    (one sink per seed, or None) are seed i's."""
+    results = train_stacked(settings.graphs, settings.task_arg, settings.model_cfg,
+                            [{**settings.train_cfg, "seed": int(s)} for s in seeds], out_dirs,
+                            model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
+    for metrics in results:
+        metrics["task"] = settings.task
     return results
 
 
-# train settings that do not change what a seed learns (how fast, or how it logs)
-_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume", "seeds_stacked")
+def run_params(settings: ReaderItem, seed: int, data: ReaderData) -> dict[str, Any]:
+    """A seed's model and train settings and its data, as its MLflow run records them."""
+    data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
+    return {"model": resolve_model_cfg(settings.model_cfg),
+            "train": settings_to_dict(settings.train(seed)), "data": data_params}  # fmt: skip
 
 
-def settings_fingerprint(
-    graphs_sha256: str, labels: Sequence[str], model_cfg: Mapping, train_cfg: Mapping
-) -> str:
-    """sha256 of everything a seed's result depends on but the seed: the graph table's
-    content (its sha256), the task labels, the model and train settings. Seeds trained apart
-    (one per GPU, one per lane) are summarized together only if their fingerprints agree with
-    the current plan."""
-    train = {k: v for k, v in train_cfg.items() if k not in _RUN_ONLY_KEYS}
-    settings = {"graphs": graphs_sha256, "labels": list(labels), "model": dict(model_cfg)}
-    settings["train"] = train
-    return hashlib.sha256(json.dumps(jsonable(settings), sort_keys=True).encode()).hexdigest()
+# metrics keys of a graph table off the paper's reading (the stage records them per seed)
+GRAPH_VARIANT_KEYS = ("coref_placement", "segment_order", "mention_span")
 
 
-def collect_seeds(model: str, task: str, seeds: Sequence[int] | None = None) -> dict[str, Any]:
-    """The (model, task) metrics from seeds trained separately (`--seed k` runs, in parallel
-    lanes or on several GPUs), without training again: each seed's metrics.json must exist
-    and match the current settings (settings_fingerprint), else the error names the seed."""
-    results = []
-    graph_hashes: dict[str, str] = {}  # one read of the (large) graph table, not one per seed
-    for plan in seed_plan(model, task, seeds):
-        seed = plan["train_cfg"]["seed"]
-        path = Path(plan["out_dir"]) / SEED_METRICS
-        retrain = f"python -m flows.train_mage --model {model} --task {task} --seed {seed}"
-        if not path.is_file():
-            raise CorefreproError(f"{model} {task} seed {seed}: no {path}; train it: {retrain}")
-        metrics = json.loads(path.read_text())
-        if plan["graphs"] not in graph_hashes:
-            graph_hashes[plan["graphs"]] = sha256_of(plan["graphs"])
-        expected = settings_fingerprint(
-            graph_hashes[plan["graphs"]], plan["labels"], plan["model_cfg"], plan["train_cfg"]
-        )
-        if metrics.get("settings_fingerprint") != expected:
-            raise CorefreproError(
-                f"{model} {task} seed {seed}: {path} was trained under other settings or "
-                f"graphs than params.yaml names now (settings fingerprint differs); "
-                f"retrain it: {retrain}"
-            )
-        results.append(metrics)
-    return summarize(model, task, results)
-
-
-def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(item: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The DVC metrics of (model, task): the seed with the best dev accuracy (ties: lower dev
     loss, then lower seed) gives the reported test numbers (paper protocol), plus the spread
     of test error over seeds."""
     if not results:
-        raise CorefreproError(f"{model} {task}: no seed was trained")
+        raise CorefreproError(f"{item}: no seed was trained")
     chosen = min(results, key=lambda m: (-m["dev_acc"], _nan_to(m["dev_loss"]), m["seed"]))
     errors = [m["test_error"] for m in results if m["test_error"] is not None]
     out = {
-        "model": model,
-        "task": task,
+        "model": chosen["model"],
+        "task": chosen["task"],
         "dataset": chosen["dataset"],
         "selected_seed": chosen["seed"],
         "dev_acc": chosen["dev_acc"],
@@ -1038,25 +882,22 @@ def summarize(model: str, task: str, results: Sequence[Mapping[str, Any]]) -> di
         **{k: chosen[k] for k in ("subsets", "split_notes", *GRAPH_VARIANT_KEYS) if chosen.get(k)},
         "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
     }
-    out = jsonable(out)
-    storage.write_metrics(metrics_path(model, task), out)
-    return out
+    return jsonable(out)
 
 
 __all__ = [
     "CheckpointMismatchError",
     "build_model",
     "checkpoint_config",
-    "collect_seeds",
     "evaluate",
     "load_checkpoint",
     "model_label",
     "restore",
     "BEST",
-    "seed_plan",
-    "settings_fingerprint",
+    "HISTORY",
     "subset_metrics",
     "summarize",
     "train_and_evaluate",
     "train_seed",
+    "train_seeds_stacked",
 ]

@@ -37,8 +37,8 @@ class Family:
     paper: str  # what it reproduces (an MLflow tag on every run)
     settings: type  # params.yaml train_<name>, parsed strictly (tasks/core/settings.py)
     recipe: type  # its part of tasks/training/loop.py: model, batches, loss, evaluation
-    # one seed -> that seed's metrics: a SeedTrainer (entitynlm, coref; mage and corelm still
-    # have their own signatures and stage code in models/, issue #31)
+    # one seed -> that seed's metrics: a SeedTrainer (entitynlm, coref, mage; corelm still has
+    # its own signature and stage code in models/, issue #31)
     train_seed: Callable[..., dict[str, Any]]
     summarize: Callable[..., dict[str, Any]]  # (item, the seeds' metrics) -> the stage's metrics
     report: str  # the module rendering its section of reports/results.md

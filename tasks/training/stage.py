@@ -7,15 +7,18 @@ DVC and MLflow expect them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tasks.core import storage
+from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.settings import parse_settings
-from tasks.core.tracking import log_metrics, log_params, tracked_run
+from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run
 from tasks.training.family import Family
+from tasks.training.loop import HISTORY
 
 
 def load_settings(family: Family) -> Any:
@@ -35,9 +38,11 @@ def metrics_path(stage: str, item: str) -> Path:
 
 def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings: Any, *,
                        dataset: str, run_params: Mapping[str, Any],
-                       recorded: Sequence[str] = (), track: bool = True) -> dict[str, Any]:  # fmt: skip
-    """family.train_seed under the seed's MLflow run (run_params its params; the metrics keys
-    in `recorded` logged as params after training); the metrics, with `dataset`, written to
+                       recorded: Sequence[str] = (), facts: Mapping[str, Any] | None = None,
+                       track: bool = True) -> dict[str, Any]:  # fmt: skip
+    """family.train_seed under the seed's MLflow run (run_params its params, the learning
+    curve history.json an artifact; the metrics keys in `recorded` logged as params after
+    training); the metrics, with `dataset` and the stage's `facts` about the seed, written to
     the seed's metrics.json and returned."""
     out_dir = artifact_dir(family.stage, item, seed)
     if track:
@@ -47,11 +52,21 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
                                         log_metrics=log_metrics)  # fmt: skip
             if recorded:
                 log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
+            record_history(out_dir)
     else:
         metrics = family.train_seed(item, seed, data, settings, out_dir)
     metrics["dataset"] = dataset
-    storage.write_metrics(out_dir / "metrics.json", metrics)
+    metrics.update(facts or {})
+    storage.write_metrics(out_dir / "metrics.json", jsonable(metrics))
     return metrics
+
+
+def record_history(out_dir: Path, run_id: str | None = None) -> None:
+    """The seed's learning curve (out_dir/history.json, written by the loop) as an artifact of
+    its MLflow run (the active one, or run_id)."""
+    path = Path(out_dir) / HISTORY
+    if path.is_file():
+        log_dict(json.loads(path.read_text()), HISTORY, run_id=run_id)
 
 
 def write_summary(family: Family, item: str, results: Sequence[Mapping[str, Any]]) -> dict:

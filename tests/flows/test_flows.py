@@ -129,17 +129,19 @@ def test_forwarded_stage_lines_keep_their_level_and_the_error_line_is_found():
     assert _failure_reason(lines[-1:]) == lines[-1]
 
 
-def test_train_mage_seed_task_runs_are_named_as_their_mlflow_runs(monkeypatch):
-    """train_mage's task-run name is a callable (the seed sits inside train_cfg): it reads the
-    task run's parameters as Prefect hands them over and gives the MLflow run's name."""
-    from prefect.runtime import task_run
+def test_train_mage_seed_task_runs_are_named_as_their_mlflow_runs():
+    """train_mage's task-run name, filled with the task's parameters as Prefect does, is the
+    MLflow run's name (tasks/core/tracking.py: <stage>@<item>/seed<k>)."""
+    import inspect
 
-    from flows.train_mage import train_seed
-    from models.mage.train import seed_plan
+    from flows.train_mage import train_seed_task, variant
+    from tasks.core.tracking import _run_name_tags
 
-    (call,) = seed_plan("bigru", "syn2", [3])
-    monkeypatch.setitem(task_run.FIELDS, "parameters", lambda: call)
-    assert train_seed.task_run_name() == "train_mage@bigru-syn2/seed3"
+    params = inspect.signature(train_seed_task.fn).bind(
+        "bigru", "syn2", 3, None, None, "sha"
+    ).arguments  # fmt: skip
+    expected, _ = _run_name_tags("train_mage", variant("bigru", "syn2"), "synthetic", 3, {})
+    assert train_seed_task.task_run_name.format(**params) == expected
 
 
 @pytest.mark.parametrize(

@@ -105,13 +105,12 @@ def test_a_reader_model_entry_reads_its_own_graph_run(monkeypatch, tmp_path):
         "models": {"m": {}, "m-sentence": {"data": "babi-sentence"}},
         "seeds": [1],
     }
-    monkeypatch.setattr(
-        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
-    )
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
-    tr.settings().validate("train_mage")
-    (plan,) = tr.seed_plan("m-sentence", "qa2")
-    assert plan["graphs"] == str(tmp_path / "data/graphs/babi-sentence/graphs.parquet")
-    assert "data" not in plan["model_cfg"]
-    (plan,) = tr.seed_plan("m", "qa2")
-    assert plan["graphs"] == str(tmp_path / "data/graphs/babi/graphs.parquet")
+    from flows.train_mage import plan
+    from tasks.core import config
+
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+    cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    item = plan(cfg, "m-sentence", "qa2")
+    assert item.graphs == str(tmp_path / "data/graphs/babi-sentence/graphs.parquet")
+    assert "data" not in item.model_cfg
+    assert plan(cfg, "m", "qa2").graphs == str(tmp_path / "data/graphs/babi/graphs.parquet")

@@ -20,8 +20,8 @@ from tests.conftest import REPO_ROOT
 
 RECIPE_METHODS = [n for n, v in vars(Recipe).items() if inspect.isfunction(v)]
 # families whose stage finds them in the registry and trains a seed through the one
-# signature (tasks/training/family.py SeedTrainer); mage and corelm follow (issue #31)
-THROUGH_THE_REGISTRY = {"coref", "entitynlm"}
+# signature (tasks/training/family.py SeedTrainer); corelm follows (issue #31)
+THROUGH_THE_REGISTRY = {"coref", "entitynlm", "mage"}
 SEED_TRAINER = list(inspect.signature(SeedTrainer.__call__).parameters)[1:]
 
 

@@ -10,18 +10,21 @@ import pytest
 import yaml
 
 import flows.report as report_flow
+from models import registry
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.errors import DataError
 from tasks.report import build as report
 from tasks.report import common
 
 SPEC = REPO_ROOT / "tasks" / "report" / "paper_results.yaml"
+REPORTS = registry.reports()  # the sections, as flows/report.py hands them over
+SECTIONS = report.sections(REPORTS)
 PAPERS = REPO_ROOT.parent / "shared" / "papers"
 
 
 @pytest.fixture(scope="module")
 def spec():
-    return report.load_spec(SPEC)
+    return report.load_spec(SPEC, SECTIONS)
 
 
 def _table(spec, table_id):
@@ -126,7 +129,7 @@ def _build(tmp_path, metrics, name="results.md") -> str:
         "annotation": "babi-entity-id",
         **_outputs(tmp_path),
     }
-    return report.build(cfg).read_text(encoding="utf-8")
+    return report.build(REPORTS, cfg).read_text(encoding="utf-8")
 
 
 def _line(text: str, start: str) -> str:
@@ -138,7 +141,7 @@ def _line(text: str, start: str) -> str:
 
 def test_every_paper_table_names_its_paper_and_numbers_are_floats(spec):
     raw = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-    assert {t["kind"] for t in spec["tables"]} == set(report.KINDS) - set(report.SECTION_ONLY)
+    assert {t["kind"] for t in spec["tables"]} == set(report.by_kind(SECTIONS))
     for table, raw_table in zip(spec["tables"], raw["tables"], strict=True):
         if table["kind"] == "runs":
             continue
@@ -202,7 +205,7 @@ def test_bad_paper_yaml_names_the_file_and_table(tmp_path, patch, message):
     bad = tmp_path / "paper_results.yaml"
     bad.write_text(yaml.safe_dump(raw), encoding="utf-8")
     with pytest.raises(DataError) as err:
-        report.load_spec(bad)
+        report.load_spec(bad, SECTIONS)
     assert str(bad) in str(err.value) and message in str(err.value)
 
 
@@ -339,14 +342,14 @@ def test_duplicate_or_unnamed_runs_name_the_file(tmp_path, metrics, source, name
 
 
 def test_every_table_kind_dispatches_to_the_family_of_its_source(spec):
-    """paper_results.yaml kinds = the FAMILIES dict; each family reads the metrics directory of
-    its source, params.yaml report.metrics (the flat train_* stage directories)."""
-    tabled = set(report.KINDS) - set(report.SECTION_ONLY)
-    assert (
-        set(report.FAMILIES) == set(report.KINDS) and {t["kind"] for t in spec["tables"]} == tabled
-    )
+    """paper_results.yaml kinds = the kinds of the registry families' report sections (one
+    section per family, its source the family's name); each family reads the metrics
+    directory of its source, params.yaml report.metrics (the flat train_* stage directories)."""
+    assert [sec.source for sec in SECTIONS] == list(registry.FAMILIES)
+    kinds = report.by_kind(SECTIONS)
+    assert {t["kind"] for t in spec["tables"]} == set(kinds)
     for table in spec["tables"]:
-        assert report.FAMILIES[table["kind"]].source == table["source"], table["id"]
+        assert kinds[table["kind"]].source == table["source"], table["id"]
     dirs = {
         "mage": "metrics/train_mage",
         "coref": "metrics/train_coref",

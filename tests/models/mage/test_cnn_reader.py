@@ -60,7 +60,7 @@ def test_readers_train_on_cnn_and_log_accuracy(cnn_graphs, tmp_path):
     for model in ({"reader": "bigru"}, {"reader": "ga", "encoder": "mage", "coref_size": 4}):
         cfg = {**model, "hidden_size": 8, "embed_dim": 8, "num_layers": 2}
         metrics = train_and_evaluate(
-            path, "cnn", cfg, {"epochs": 2, "threads": 1}, tmp_path / model["reader"], track=False
+            path, "cnn", cfg, {"epochs": 2, "threads": 1}, tmp_path / model["reader"]
         )
         assert 0.0 <= metrics["dev_acc"] <= 1.0 and 0.0 <= metrics["test_acc"] <= 1.0
         assert (tmp_path / model["reader"] / "best.pt").exists()

@@ -54,18 +54,16 @@ def test_in_the_stage_the_recipe_overrides_the_global_train_but_not_the_models_o
         "train": {"lr": 0.001, "epochs": 3},
         "task_settings": {"qa2": {"clip": 5.0}},
     }
-    monkeypatch.setattr(
-        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
-    )
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
-    tr.settings().validate("train_mage")
-    (plain,) = tr.seed_plan("plain", "qa2")
-    assert plain["train_cfg"]["lr"] == 0.001 and plain["train_cfg"]["clip"] == 5.0
-    (authors,) = tr.seed_plan("authors", "qa2")
-    assert authors["train_cfg"]["lr"] == 5e-4 and authors["train_cfg"]["clip"] == 10.0
-    assert authors["train_cfg"]["clip_mode"] == "value" and authors["train_cfg"]["epochs"] == 3
-    (own,) = tr.seed_plan("authors-lr", "qa2")
-    assert own["train_cfg"]["lr"] == 0.002 and own["train_cfg"]["lr_halve_from"] == 2
+    from flows.train_mage import plan
+
+    cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    plain = plan(cfg, "plain", "qa2").train(1)
+    assert plain.lr == 0.001 and plain.clip == 5.0
+    authors = plan(cfg, "authors", "qa2").train(1)
+    assert authors.lr == 5e-4 and authors.clip == 10.0
+    assert authors.clip_mode == "value" and authors.epochs == 3
+    own = plan(cfg, "authors-lr", "qa2").train(1)
+    assert own.lr == 0.002 and own.lr_halve_from == 2
 
 
 def test_attention_over_edges_needs_a_split_mage_state():
@@ -172,9 +170,7 @@ def test_the_authors_recipe_trains_on_its_schedule_and_reruns_identically(graphs
     mcfg = {**TINY, "encoder": "mage", "dropout": 0.2, "recipe": "authors"}
     tcfg = {**FAST, "epochs": 3, "patience": None, "lr_halve_from": 0}
     runs = [
-        tr.train_and_evaluate(
-            graphs, "syn1", mcfg, tcfg, tmp_path / str(i), track=False, data=syn1
-        )  # fmt: skip
+        tr.train_and_evaluate(graphs, "syn1", mcfg, tcfg, tmp_path / str(i), data=syn1)  # fmt: skip
         for i in range(2)
     ]
     curves = [json.loads((tmp_path / str(i) / tr.HISTORY).read_text()) for i in range(2)]

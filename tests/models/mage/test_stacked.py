@@ -65,14 +65,13 @@ def test_stacked_seeds_reproduce_separate_runs(graphs, syn1, tmp_path, model):
             mcfg,
             {**FAST, "seed": s},
             tmp_path / f"alone{s}",
-            track=False,
             data=syn1,
         )  # fmt: skip
         for s in SEEDS
     ]
     stacked = tr.train_stacked(
         graphs, "syn1", mcfg, [{**FAST, "seed": s} for s in SEEDS],
-        [tmp_path / f"stacked{s}" for s in SEEDS], track=False, data=syn1,
+        [tmp_path / f"stacked{s}" for s in SEEDS], data=syn1,
     )  # fmt: skip
     for s, one, many in zip(SEEDS, alone, stacked, strict=True):
         a, b = _curve(tmp_path / f"alone{s}"), _curve(tmp_path / f"stacked{s}")
@@ -143,11 +142,13 @@ def test_stage_with_seeds_stacked_writes_per_seed_artifacts_runs_and_collects(
         "seeds": [1, 2],
         "train": {**FAST, "epochs": 2, "seeds_stacked": True},
     }
+    from tasks.core import config
+
     monkeypatch.setattr(
-        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+        flow, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
     )
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: graphs)
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    monkeypatch.setattr(flow, "graphs_path", lambda cfg, run=None: graphs)
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
     monkeypatch.setattr(tr, "train_and_evaluate", None)  # stacked: never the one-seed path
     out = flow.train_mage("bigru+mage", "syn1")
     assert out["seeds"] == 2 and set(out["per_seed"]) == {"1", "2"}

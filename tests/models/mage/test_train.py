@@ -57,7 +57,6 @@ def test_learns_syn1_above_chance_in_a_few_epochs(graphs, syn1, tmp_path, encode
         {**TINY, "encoder": encoder},
         {**FAST, "epochs": 4, "patience": 4},
         tmp_path,
-        track=False,
         data=syn1,
     )
     base = chance(syn1)  # ~0.4: 2-3 places mentioned per story
@@ -86,7 +85,6 @@ def test_selection_is_on_dev_and_test_is_evaluated_once_at_the_end(
         TINY,
         {**FAST, "epochs": 5, "patience": 2},
         tmp_path,
-        track=False,
         data=syn1,
     )
     history = json.loads((tmp_path / tr.HISTORY).read_text())
@@ -114,7 +112,6 @@ def test_a_seed_fixes_the_whole_run(graphs, syn1, tmp_path):
             {**TINY, "encoder": "mage", "dropout": 0.3},
             {**FAST, "epochs": 2, "seed": seed},
             tmp_path / f"{seed}-{i}",
-            track=False,
             data=syn1,
         )
         for i, seed in enumerate((3, 3, 4))
@@ -131,9 +128,7 @@ def test_a_seed_fixes_the_whole_run(graphs, syn1, tmp_path):
 
 def test_checkpoint_reload_and_config_mismatch_refusal(graphs, syn1, tmp_path):
     model_cfg = {**TINY, "encoder": "mage"}
-    tr.train_and_evaluate(
-        graphs, "syn1", model_cfg, {**FAST, "epochs": 1}, tmp_path, track=False, data=syn1
-    )
+    tr.train_and_evaluate(graphs, "syn1", model_cfg, {**FAST, "epochs": 1}, tmp_path, data=syn1)
     ckpt = tmp_path / tr.BEST
     model = tr.restore(ckpt, model_cfg, syn1)
     again = tr.restore(ckpt, model_cfg, syn1)
@@ -201,22 +196,16 @@ def test_every_table1_variant_builds_and_runs(syn1):
         assert bool(torch.isneginf(log_p[~batch["candidate_mask"]]).all()), cfg
 
 
-def test_learning_curve_is_logged_to_mlflow_per_epoch(graphs, syn1, tmp_path, monkeypatch):
+def test_learning_curve_is_logged_to_mlflow_per_epoch(graphs, tmp_path, monkeypatch):
     import mlflow
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
-    monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
-    metrics = tr.train_and_evaluate(
-        graphs,
-        "syn1",
-        TINY,
-        {**FAST, "epochs": 2, "seed": 7},
-        tmp_path / "out",
-        model_name="bigru-tiny",
-        data=syn1,
-    )
-    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    import flows.train_mage as flow
+
+    settings = {"data": "synthetic-gold", "model_defaults": TINY, "models": {"bigru-tiny": {}},
+                "seeds": [7], "train": {**FAST, "epochs": 2}}  # fmt: skip
+    uri = _stage_in(tmp_path, settings, graphs, monkeypatch, track=True)
+    metrics = flow.train_mage("bigru-tiny", "syn1")
+    client = mlflow.tracking.MlflowClient(uri)
     exp = client.get_experiment_by_name("train_mage")
     (run,) = client.search_runs([exp.experiment_id])
     assert run.info.run_name == "train_mage@bigru-tiny-syn1/seed7"
@@ -226,6 +215,8 @@ def test_learning_curve_is_logged_to_mlflow_per_epoch(graphs, syn1, tmp_path, mo
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2]
     assert run.data.metrics["test_acc"] == pytest.approx(metrics["test_acc"])
     assert run.data.params["model.encoder"] == "gru"
+    history = client.download_artifacts(run.info.run_id, tr.HISTORY, str(tmp_path))
+    assert [h["epoch"] for h in json.loads(Path(history).read_text())] == [1, 2]
 
 
 def test_runs_of_a_task_group_are_named_as_the_dvc_stage_item(graphs, tmp_path, monkeypatch):
@@ -236,18 +227,10 @@ def test_runs_of_a_task_group_are_named_as_the_dvc_stage_item(graphs, tmp_path, 
 
     import flows.train_mage as flow
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
-    monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
     settings = {"data": "synthetic-gold", "model_defaults": TINY, "models": {"bigru": {}},
                 "task_groups": {"syn1-all": ["syn1", "syn1_coref"]}, "seeds": [1],
                 "train": {**FAST, "epochs": 1}}  # fmt: skip
-    monkeypatch.setattr(
-        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
-    )
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: graphs)
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
+    uri = _stage_in(tmp_path, settings, graphs, monkeypatch, track=True)
     flow.train_mage("bigru", "syn1-all")
     client = mlflow.tracking.MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("train_mage").experiment_id])
@@ -342,21 +325,28 @@ def test_seeds_trained_apart_are_collected_without_training(graphs, syn1, tmp_pa
         flow.collect_mage("bigru", "syn1", [1, 3])
 
 
-def _stage_in(tmp_path, settings, graphs, monkeypatch) -> None:
-    """The train_mage stage with these params.yaml settings, writing under tmp_path, untracked."""
+def _stage_in(tmp_path, settings, graphs, monkeypatch, *, track: bool = False) -> str:
+    """The train_mage stage with these params.yaml settings, writing under tmp_path; with
+    track, into an MLflow store there (its URI returned), else untracked."""
+    import flows.train_mage as flow
+    from tasks.core import config
+
     monkeypatch.setattr(
-        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+        flow, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
     )
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: graphs)
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
-    monkeypatch.setattr(tr, "train_and_evaluate", _untracked(tr.train_and_evaluate))
-
-
-def _untracked(fn):
-    def call(*args, **kwargs):
-        return fn(*args, **{**kwargs, "track": False})
-
-    return call
+    monkeypatch.setattr(flow, "graphs_path", lambda cfg, run=None: graphs)
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)  # artifacts/ and metrics/ of the stage
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    if track:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        monkeypatch.setattr("tasks.core.tracking.artifact_root",
+                            lambda: (tmp_path / "art").as_uri())  # fmt: skip
+        monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
+    else:
+        seed = flow.train_seed_task
+        monkeypatch.setattr(flow, "train_seed_task",
+                            lambda *a, **k: seed.fn(*a, **{**k, "track": False}))  # fmt: skip
+    return uri
 
 
 # --------------------------------------------------------------------------- LAMBADA subsets
@@ -412,16 +402,11 @@ def test_evaluate_reports_context_and_all_accuracy(tmp_path):
     assert "context_acc" not in tr.evaluate(FirstCandidate(), classify, "dev", **kwargs)
 
 
-def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path, monkeypatch):
-    import mlflow
-
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.setattr("tasks.core.tracking.artifact_root", lambda: (tmp_path / "art").as_uri())
-    monkeypatch.setattr("tasks.core.tracking.stage_lock_hash", lambda stage: "none")
+def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path):
     path = lambada_table(tmp_path)
     cfg = {**LAMBADA_CFG, "train_from_dev": 0.5}
     with pytest.raises(tr.CorefreproError, match="train_from_dev is for tasks without train"):
-        tr.train_and_evaluate(path, "lambada", TINY, {**FAST, **cfg}, tmp_path / "x", track=False)
+        tr.train_and_evaluate(path, "lambada", TINY, {**FAST, **cfg}, tmp_path / "x")
     from tests.models.mage.test_data import lambada_row, write_graphs
 
     rows = [
@@ -429,9 +414,11 @@ def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path, monk
         for d, a in enumerate(["Anna", "Bob0", "Carl", "Anna", "Bob1", "Dora"] * 2)
     ]
     path = write_graphs(tmp_path / "carve.parquet", rows)
+    logged: dict[str, float] = {}
     metrics = tr.train_and_evaluate(
-        path, "lambada", TINY, {**FAST, **cfg, "epochs": 1}, tmp_path / "out", model_name="m"
-    )
+        path, "lambada", TINY, {**FAST, **cfg, "epochs": 1}, tmp_path / "out", model_name="m",
+        log_metrics=lambda m, step: logged.update(m) if step is None else None,
+    )  # fmt: skip
     assert metrics["train_n"] == 6 and metrics["dev_n"] == 6 and metrics["test_n"] == 0
     sub = metrics["subsets"]
     assert sub["all"] == {
@@ -443,13 +430,12 @@ def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path, monk
     held_out = load_reader_data(path, "lambada", cfg).splits["dev"]
     assert sub["context"]["dev_n"] == sum(ex["in_context"] for ex in held_out) < 6
     assert set(metrics["split_notes"]) == {"train", "dev"}
-    run = mlflow.search_runs(experiment_names=["train_mage"], output_format="list")[0]
-    assert run.data.metrics["context_dev_acc"] == pytest.approx(sub["context"]["dev_acc"])
-    assert run.data.metrics["all_dev_acc"] == pytest.approx(metrics["dev_acc"])
-    assert "context_test_acc" not in run.data.metrics  # no test split: nothing invented
+    # the run's final figures (its MLflow metrics)
+    assert logged["context_dev_acc"] == pytest.approx(sub["context"]["dev_acc"])
+    assert logged["all_dev_acc"] == pytest.approx(metrics["dev_acc"])
+    assert "context_test_acc" not in logged  # no test split: nothing invented
     # the DVC metrics of the stage carry both, from the selected seed
-    monkeypatch.setattr(tr, "resolve_path", lambda p: tmp_path / p)
-    summary = tr.summarize("m", "lambada", [metrics])
+    summary = tr.summarize("m-lambada", [{**metrics, "task": "lambada"}])
     assert summary["subsets"] == jsonable(sub) == summary["per_seed"]["1"]["subsets"]
     assert summary["split_notes"] == metrics["split_notes"]
 
@@ -459,10 +445,10 @@ def test_a_coreference_part_as_large_as_the_state_is_refused_before_any_data(tmp
     settings = {"data": "synthetic-gold", "model_defaults": {**TINY, "hidden_size": 64},
                 "models": {"m64": {"encoder": "mage", "coref_size": 64},
                            "g64": {"encoder": "gru", "coref_size": 64}}}  # fmt: skip
-    monkeypatch.setattr(
-        tr, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
-    )
-    monkeypatch.setattr(tr, "graphs_path", lambda cfg, run=None: tmp_path / "absent.parquet")
+    import flows.train_mage as flow
+
+    cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    monkeypatch.setattr(flow, "graphs_path", lambda cfg, run=None: tmp_path / "absent.parquet")
     with pytest.raises(tr.ConfigError, match=r"train_mage.models.m64: coref_size 64 must be in"):
-        tr.seed_plan("m64", "syn1")
-    assert tr.seed_plan("g64", "syn1")  # a plain GRU has no coreference part
+        flow.plan(cfg, "m64", "syn1")
+    assert flow.plan(cfg, "g64", "syn1")  # a plain GRU has no coreference part
