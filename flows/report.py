@@ -5,7 +5,8 @@
 Reads metrics/train_mage/<model>-<task>.json and metrics/train_coref/<encoder>.json (the
 training stages' DVC metrics) and tasks/report/paper_results.yaml (the papers' numbers and the
 model/task mapping); paths in params.yaml `report`. Missing metrics give "—" cells.
-Deterministic output. tasks/report/build.py assembles it from the per-family renderers.
+Deterministic output. tasks/report/build.py assembles it from the per-family renderers: the
+report module of each family of models/registry.py (Family.report), in the registry's order.
 The report is also logged to MLflow (experiment `report`, run `report`, artifacts report/).
 """
 
@@ -15,6 +16,7 @@ import argparse
 import logging
 
 from flows.runtime import flow, run_cli, task
+from models import registry
 from tasks.core.tracking import tracked_run
 from tasks.report import build as stage
 
@@ -35,7 +37,7 @@ def log_report(out: str) -> None:
 
 @flow(name="report")
 def report() -> str:
-    out = stage.build()
+    out = stage.build(registry.reports())  # one section per family, in the registry's order
     log.info("wrote %s", out)
     log_report(str(out))
     return str(out)

@@ -15,7 +15,6 @@ metrics/train_coref/<encoder>.json summarizes the seeds run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 
 from flows.runtime import flow, run_cli, task, torchrun
@@ -27,11 +26,13 @@ from models.coref.train import (
     encoder_model_cfg,
     run_params,
     stacked,
-    train_seeds_stacked,
 )
-from tasks.core import storage
-from tasks.core.tracking import log_metrics, log_params, tracked_runs
-from tasks.training.stage import artifact_dir, load_settings, train_tracked_seed, write_summary
+from tasks.training.stage import (
+    load_settings,
+    train_tracked_seed,
+    train_tracked_seeds_stacked,
+    write_summary,
+)
 
 log = logging.getLogger("corefrepro.train_coref")
 FAMILY = registry.get("coref")
@@ -51,23 +52,11 @@ def train_seed(encoder: str, seed: int, splits, cfg: TrainCorefSettings, *, trac
 
 def train_stacked(encoder: str, seeds: list[int], splits, cfg: TrainCorefSettings, *,
                   track: bool = True) -> list[dict]:  # fmt: skip
-    """Every seed at once (models/coref/stacked.py): the same artifacts per seed (best.pt,
-    history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
-    dataset = "+".join(cfg.corpora)
-    specs = [{"item": encoder, "dataset": dataset, "seed": int(s),
-              "run_params": run_params(encoder, s, splits, cfg)} for s in seeds]  # fmt: skip
-    out_dirs = [artifact_dir(STAGE, encoder, s) for s in seeds]
-    tracking = tracked_runs(STAGE, specs) if track else contextlib.nullcontext(None)
-    with tracking as run_ids:
-        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
-                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
-        results = train_seeds_stacked(encoder, seeds, splits, cfg, out_dirs, log_metrics=sinks)
-        for run_id, metrics in zip(run_ids or [], results, strict=False):
-            log_params({k: str(metrics[k])[:6000] for k in RECORDED if k in metrics}, run_id)
-    for out_dir, metrics in zip(out_dirs, results, strict=True):
-        metrics["dataset"] = dataset
-        storage.write_metrics(out_dir / "metrics.json", metrics)
-    return results
+    """Every seed at once (models/coref/stacked.py), each recorded as train_seed records it."""
+    return train_tracked_seeds_stacked(
+        FAMILY, encoder, seeds, splits, cfg, dataset="+".join(cfg.corpora),
+        run_params=lambda s: run_params(encoder, s, splits, cfg), recorded=RECORDED, track=track,
+    )  # fmt: skip
 
 
 train_seed_task = task(

@@ -4,7 +4,9 @@
 
 params.yaml train_corelm names the backbone (tiny | gpt2 | smollm2 | a directory), the
 training data (annotate runs with a CoreLM view, or corpora with gold mentions), the gating
-and training settings (Stylianou & Vlahavas, App. A) and what to evaluate. Writes
+and training settings (Stylianou & Vlahavas, App. A) and what to evaluate. The family
+(models/corelm, found through models/registry.py) trains and evaluates the model; this stage
+parses the section, prepares the backbone and data and places and records the run:
 artifacts/train_corelm/<model>/ (best.pt, history.json, items.json: per-item LAMBADA / CBT
 correctness for paired t-tests) and metrics/train_corelm/<model>.json; the fine-tuned models
 are MLflow runs train_corelm@<model>/seed<k> in the experiment train_corelm.
@@ -13,27 +15,66 @@ are MLflow runs train_corelm@<model>/seed<k> in the experiment train_corelm.
 from __future__ import annotations
 
 import argparse
+import contextlib
+from pathlib import Path
 
 from flows.runtime import flow, run_cli, task, torchrun
-from models.corelm import train as stage
+from models import registry
+from models.corelm.train import MODELS, TrainCoreLMSettings, prepare_data, run_params
+from tasks.core.config import resolve_path
+from tasks.core.errors import CorefreproError
+from tasks.core.tracking import log_metrics, tracked_run
+from tasks.training.stage import load_settings, record_history, write_summary
 
-settings = stage.settings  # the section's parser (still in models/, issue #31)
+FAMILY = registry.get("corelm")
+STAGE = FAMILY.stage
 
-run_model = task(
-    stage.run_model, name="train-corelm-model", task_run_name="train_corelm@{model_name}"
+
+def settings() -> TrainCoreLMSettings:
+    return load_settings(FAMILY)
+
+
+def train_model(model: str, cfg: TrainCoreLMSettings | None = None, *,
+                out_dir: Path | None = None, track: bool = True) -> dict:  # fmt: skip
+    """The stage item: the model trained (unless zeroshot) under its MLflow run and evaluated
+    into artifacts/train_corelm/<model>/ (or out_dir); the metrics the summary is made of.
+    One seed per model (train.seed): the artifacts sit in the model's folder, not seed<k>/."""
+    cfg = cfg or settings()  # every setting checked before any work
+    if model not in MODELS:
+        raise CorefreproError(f"train_corelm: unknown model {model!r}; known {list(MODELS)}")
+    data = prepare_data(cfg)
+    out_dir = Path(out_dir or resolve_path(f"artifacts/{STAGE}") / model)
+    seed = cfg.train.seed
+    tracking = (
+        tracked_run(
+            STAGE, model, dataset="+".join(cfg.data), seed=seed, run_params=run_params(cfg)
+        )  # fmt: skip
+        if track and model != "zeroshot"  # zeroshot trains nothing: no run
+        else contextlib.nullcontext(None)
+    )
+    with tracking as run:
+        sink = log_metrics if run is not None else None
+        metrics = FAMILY.train_seed(model, seed, data, cfg, out_dir, log_metrics=sink)
+        if run is not None:
+            record_history(out_dir)
+    return metrics
+
+
+train_model_task = task(
+    train_model, name="train-corelm-model", task_run_name="train_corelm@{model}"
 )
 
 
 @flow(name="train-corelm")
 def train_corelm(model: str) -> dict:
-    return run_model(model)
+    return write_summary(FAMILY, model, [train_model_task(model)])
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, choices=stage.MODELS)
+    parser.add_argument("--model", required=True, choices=MODELS)
     model = parser.parse_args(argv).model
-    if not run_cli(torchrun, "flows.train_corelm", lambda: stage.settings().train.nproc, argv):
+    if not run_cli(torchrun, "flows.train_corelm", lambda: settings().train.nproc, argv):
         run_cli(train_corelm, model)
 
 

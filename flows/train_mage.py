@@ -22,7 +22,6 @@ are summarized afterwards with `--collect`, which trains nothing:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -40,19 +39,17 @@ from models.mage.train import (
     recipe_train,
     resolve_model_cfg,
     run_params,
-    train_seeds_stacked,
 )
-from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import sha256_of
-from tasks.core.tracking import log_metrics, tracked_runs
+from tasks.training.loop import RUN_ONLY
 from tasks.training.stage import (
     artifact_dir,
     load_settings,
-    record_history,
     train_tracked_seed,
+    train_tracked_seeds_stacked,
     write_summary,
 )
 
@@ -114,17 +111,14 @@ def _placement(graphs: str | Path) -> dict[str, str]:
     return out
 
 
-# train settings that do not change what a seed learns (how fast, or how it logs)
-_RUN_ONLY_KEYS = ("seed", "threads", "log_every_s", "device", "resume", "seeds_stacked")
-
-
 def settings_fingerprint(graphs_sha256: str, item: ReaderItem, seed: int) -> str:
     """sha256 of everything a seed's result depends on but the seed: the graph table's
     content (its sha256), the task labels, the model and train settings. Seeds trained apart
     (one per GPU, one per lane) are summarized together only if their fingerprints agree with
-    the current plan."""
+    the current plan. Leaves out the seed and the run-only settings (tasks/training/loop.py
+    RUN_ONLY); keeps the budget (epochs): seeds compared must have had the same."""
     train_cfg = {**item.train_cfg, "seed": int(seed)}
-    train = {k: v for k, v in train_cfg.items() if k not in _RUN_ONLY_KEYS}
+    train = {k: v for k, v in train_cfg.items() if k not in ("seed", *RUN_ONLY)}
     fields = {"graphs": graphs_sha256, "labels": list(item.labels), "model": dict(item.model_cfg)}
     fields["train"] = train
     return hashlib.sha256(json.dumps(jsonable(fields), sort_keys=True).encode()).hexdigest()
@@ -151,24 +145,12 @@ def train_seed(model: str, task: str, seed: int, data: ReaderData, item: ReaderI
 
 def train_stacked(model: str, task: str, seeds: list[int], data: ReaderData, item: ReaderItem,
                   graphs_sha256: str, *, track: bool = True) -> list[dict]:  # fmt: skip
-    """Every seed at once (models/mage/stacked.py): the same artifacts per seed (best.pt,
-    history.json, metrics.json in seed<k>/) and one MLflow run per seed."""
-    name, dataset = variant(model, task), _dataset(item, data)
-    specs = [{"item": name, "dataset": dataset, "seed": s,
-              "run_params": run_params(item, s, data)} for s in seeds]  # fmt: skip
-    out_dirs = [artifact_dir(STAGE, name, s) for s in seeds]
-    tracking = tracked_runs(STAGE, specs) if track else contextlib.nullcontext(None)
-    with tracking as run_ids:
-        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
-                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
-        results = train_seeds_stacked(name, seeds, data, item, out_dirs, log_metrics=sinks)
-        for run_id, out_dir in zip(run_ids or [], out_dirs, strict=False):
-            record_history(out_dir, run_id)
-    for seed, out_dir, metrics in zip(seeds, out_dirs, results, strict=True):
-        metrics["dataset"] = dataset
-        metrics.update(seed_facts(item, seed, graphs_sha256))
-        storage.write_metrics(out_dir / SEED_METRICS, jsonable(metrics))
-    return results
+    """Every seed at once (models/mage/stacked.py), each recorded as train_seed records it."""
+    return train_tracked_seeds_stacked(
+        FAMILY, variant(model, task), seeds, data, item, dataset=_dataset(item, data),
+        run_params=lambda s: run_params(item, s, data),
+        facts=lambda s: seed_facts(item, s, graphs_sha256), track=track,
+    )  # fmt: skip
 
 
 train_seed_task = task(

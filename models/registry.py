@@ -2,7 +2,8 @@
 code does not load the others (torch models, tokenizers):
 
 - `FAMILIES`: the model families the pipeline trains -> the module holding its FAMILY
-  (tasks/training/family.py);
+  (tasks/training/family.py); their order is the order of the report's sections, each
+  tasks/report/<name>.py (`reports()`);
 - `LANGUAGE_MODELS`: every language model of the project -> the module registering it with
   `tasks.evaluation.lm.register_lm`. `language_model(name, **kwargs)` is how stages (and the
   lm-evaluation-harness adapter) get an LM: every perplexity, LAMBADA and CBT figure of the
@@ -41,6 +42,14 @@ def get(name: str) -> Family:
     if name not in FAMILIES:
         raise CorefreproError(f"unknown model family '{name}'; known: {', '.join(names())}")
     return importlib.import_module(FAMILIES[name]).FAMILY
+
+
+def reports() -> list[str]:
+    """The sections of reports/results.md (flows/report.py), in FAMILIES order: each family's
+    report module is tasks/report/<name>.py (its SECTION), found by name without loading the
+    family's models (the report stage runs no model code; tasks/core/stage_deps.py makes
+    those modules its deps)."""
+    return [f"tasks.report.{name}" for name in FAMILIES]
 
 
 def language_models() -> list[str]:

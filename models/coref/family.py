@@ -14,5 +14,5 @@ FAMILY = Family(
     recipe=train.CorefRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,
-    report="tasks.report.coref",
+    train_seeds_stacked=train.train_seeds_stacked,
 )

@@ -27,12 +27,12 @@ different, labelled setting: metrics "mode": "cached").
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import hashlib
 import logging
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -52,12 +52,10 @@ from models.corelm.model import (
     entity_parameter_count,
 )
 from tasks.core.checkpoints import jsonable, seed_everything
-from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import docs_dir, graphs_dir
-from tasks.core.settings import bounded, parse_settings, settings_to_dict
+from tasks.core.settings import bounded, settings_to_dict
 from tasks.core.storage import read_table
-from tasks.core.tracking import log_metrics, tracked_run
 from tasks.training.loop import (
     LoopSettings,
     Precision,
@@ -220,10 +218,6 @@ def check_sizes(cfg: TrainCoreLMSettings, backbone: Backbone) -> None:
                               STAGE, f"backbone {backbone.name}")  # fmt: skip
     if problems:
         raise ConfigError(problems)
-
-
-def settings() -> TrainCoreLMSettings:
-    return parse_settings(TrainCoreLMSettings, params(STAGE), STAGE)
 
 
 # --------------------------------------------------------------------------- data
@@ -448,41 +442,18 @@ def trainable_state(model: CoreLM) -> dict[str, torch.Tensor]:
 # --------------------------------------------------------------------------- one model
 
 
-def artifact_dir(model: str) -> Path:
-    return resolve_path(f"artifacts/{STAGE}") / model
-
-
-def metrics_path(model: str) -> Path:
-    return resolve_path(f"metrics/{STAGE}") / f"{model}.json"
-
-
 def train_model(model_name: str, cfg: TrainCoreLMSettings, backbone: Backbone, data: CoreLMData,
-                out_dir: Path, *, track: bool = True) -> tuple[CoreLM, dict[str, Any]]:  # fmt: skip
-    """Fine-tune FT or CoreLM (zeroshot: the backbone as is); (model, training facts)."""
+                out_dir: Path, *, log_metrics: Callable[..., None] | None = None,
+                ) -> tuple[CoreLM, dict[str, Any]]:  # fmt: skip
+    """Fine-tune FT or CoreLM (zeroshot: the backbone as is); (model, training facts).
+    log_metrics, when given, receives the learning curve."""
     model = build_model(backbone, cfg, model_name, data.n_entities)
     if model_name == "zeroshot":
         return model.eval(), {"steps": 0, "train_tokens": 0, "train_time_s": 0.0}
     seed_everything(cfg.train.seed)
     recipe = CoreLMRecipe(model, data, backbone, cfg.train, out_dir)
-    tracking = (
-        tracked_run(
-            STAGE,
-            model_name,
-            dataset="+".join(cfg.data),
-            seed=cfg.train.seed,
-            run_params={
-                "backbone": cfg.backbone,
-                "gating": settings_to_dict(cfg.gating),
-                "train": settings_to_dict(cfg.train),
-            },
-        )  # fmt: skip
-        if track
-        else contextlib.nullcontext(None)
-    )
-    with tracking as run:
-        log_fn = (lambda m, step: log_metrics(m, step)) if run is not None else None
-        result = fit(recipe, cfg.train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_fn)
-        load_best(result, recipe)
+    result = fit(recipe, cfg.train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_metrics)
+    load_best(result, recipe)
     batches = recipe.steps_per_epoch() * result.epochs_run
     windows = min(len(recipe.train), recipe.steps_per_epoch() * cfg.train.batch_size)
     facts = {
@@ -519,47 +490,71 @@ def save_standalone(model_name: str, model: CoreLM, backbone: Backbone, out_dir:
     save_artifact(out_dir, backbone, model, config)
 
 
-def run_model(model_name: str, cfg: TrainCoreLMSettings | None = None, *,
-              out_dir: Path | None = None, metrics_file: Path | None = None,
-              track: bool = True) -> dict[str, Any]:  # fmt: skip
-    """The stage item: train (unless zeroshot), evaluate every available benchmark, write
-    metrics/train_corelm/<model>.json and artifacts/train_corelm/<model>/ (or the given
-    places, for runs outside the stage)."""
-    from models.corelm import evaluate as ev
-
-    cfg = cfg or settings()
-    if model_name not in MODELS:
-        raise CorefreproError(f"train_corelm: unknown model {model_name!r}; known {list(MODELS)}")
-    started = time.perf_counter()
+def prepare_data(cfg: TrainCoreLMSettings) -> tuple[Backbone, CoreLMData]:
+    """The backbone (the tiny one's tokenizer trained on the training texts) and the CoreLM
+    view windows of train_corelm.data, sizes checked against the backbone."""
     with torch_threads(cfg.train.threads):
         backbone = build_backbone(cfg)
         check_sizes(cfg, backbone)
-        data = load_data(cfg.data, backbone.tokenizer)
-        out_dir = Path(out_dir or artifact_dir(model_name))
-        out_dir.mkdir(parents=True, exist_ok=True)
-        model, facts = train_model(model_name, cfg, backbone, data, out_dir, track=track)
-        save_standalone(model_name, model, backbone, out_dir)
+        return backbone, load_data(cfg.data, backbone.tokenizer)
+
+
+def run_params(cfg: TrainCoreLMSettings) -> dict[str, Any]:
+    """A model's settings as its MLflow run records them."""
+    return {"backbone": cfg.backbone, "gating": settings_to_dict(cfg.gating),
+            "train": settings_to_dict(cfg.train)}  # fmt: skip
+
+
+def train_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
+               settings: TrainCoreLMSettings, out_dir: str | Path, *,
+               log_metrics: Callable[..., None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """One model of Tables 1-2 (tasks/training/family.py SeedTrainer; item: zeroshot | ft |
+    corelm, data: prepare_data's): train it (unless zeroshot), save the standalone artifact,
+    evaluate every available benchmark; its metrics."""
+    from models.corelm import evaluate as ev
+
+    if item not in MODELS:
+        raise CorefreproError(f"train_corelm: unknown model {item!r}; known {list(MODELS)}")
+    cfg = dataclasses.replace(settings, train=dataclasses.replace(settings.train, seed=int(seed)))
+    backbone, corpus = data
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with torch_threads(cfg.train.threads):
+        model, facts = train_model(item, cfg, backbone, corpus, out_dir, log_metrics=log_metrics)
+        save_standalone(item, model, backbone, out_dir)
         device = Precision.choose(cfg.train).device
         model.to(device)
-        results = ev.evaluate_all(model_name, model, backbone, data, cfg.eval, device, out_dir)
-    metrics = {
-        "model": model_name,
+        results = ev.evaluate_all(item, model, backbone, corpus, cfg.eval, device, out_dir)
+    return {
+        "model": item,
         "backbone": cfg.backbone,
-        "mode": cfg.train.mode if model_name != "zeroshot" else "none",
+        "mode": cfg.train.mode if item != "zeroshot" else "none",
         "data": cfg.data,
         "selection_split": "dev",  # the best epoch is chosen on dev (CoreLMRecipe.evaluate)
         "heldout_split": cfg.eval.heldout_split,
-        "gating": settings_to_dict(cfg.gating) if model_name == "corelm" else None,
-        "ft_backbone": cfg.train.ft_backbone if model_name == "ft" else None,
+        "gating": settings_to_dict(cfg.gating) if item == "corelm" else None,
+        "ft_backbone": cfg.train.ft_backbone if item == "ft" else None,
         "device": str(device),
         "training": {k: v for k, v in facts.items() if k != "history"},
         **results,
         "wall_time_s": round(time.perf_counter() - started, 2),
     }
-    from tasks.core.storage import write_metrics
-
-    write_metrics(metrics_file or metrics_path(model_name), jsonable(metrics))
-    return metrics
 
 
-__all__ = ["CoreLMRecipe", "MODELS", "TrainCoreLMSettings", "run_model", "settings", "train_model"]
+def summarize(item: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """metrics/train_corelm/<model>.json: CoreLM trains one seed per model (train.seed, as the
+    paper reports one run), so the summary is that seed's metrics."""
+    if len(results) != 1:
+        raise CorefreproError(f"train_corelm {item}: one seed per model, got {len(results)}")
+    return jsonable(dict(results[0]))
+
+
+__all__ = [
+    "CoreLMRecipe",
+    "MODELS",
+    "TrainCoreLMSettings",
+    "summarize",
+    "train_model",
+    "train_seed",
+]

@@ -14,5 +14,4 @@ FAMILY = Family(
     recipe=train.LMRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,
-    report="tasks.report.entitynlm",
 )

@@ -14,5 +14,5 @@ FAMILY = Family(
     recipe=train.ReaderRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,
-    report="tasks.report.mage",
+    train_seeds_stacked=train.train_seeds_stacked,
 )

@@ -771,7 +771,7 @@ class TrainMageSettings:
 def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -> tuple:
     entry = dict(entry or {})
     train = entry.pop("train", None)
-    entry.pop("data", None)  # a graph run of the model's own (seed_plan)
+    entry.pop("data", None)  # a graph run of the model's own (flows/train_mage.py plan)
     model_cfg = {**cfg.model_defaults, **entry}
     model = parse_settings(MageModel, model_cfg, where)
     try:

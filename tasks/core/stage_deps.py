@@ -10,7 +10,9 @@ dvc.yaml is out of date. Data deps, params, outs and comments stay as written.
 What counts as running a module: importing it (transitively, lazy imports included, a
 package's `__init__` on the way); using a registry that imports its members by name
 (REGISTRIES: its whole folder); building an LM by a name written in a
-`language_model("<name>", ...)` call (models/registry.py LANGUAGE_MODELS); the annotator factory
+`language_model("<name>", ...)` call (models/registry.py LANGUAGE_MODELS); rendering the
+families' report sections (a `reports()` call: tasks/report/<family>.py for every family of
+models/registry.py FAMILIES); the annotator factory
 params.yaml names for a model-annotation stage. A registry used as such is written as its
 folder (a new member there then reruns its stages); every other module as its file.
 """
@@ -31,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CODE_ROOTS = ("flows", "tasks", "models")
 # registries that import their members by name: using one imports its whole folder
 REGISTRIES = ("tasks/corpora/__init__.py", "tasks/annotation/annotators/__init__.py")
-LM_REGISTRY = "models/registry.py"  # LANGUAGE_MODELS: LM name -> its module
+LM_REGISTRY = "models/registry.py"  # LANGUAGE_MODELS: LM name -> its module; FAMILIES
 STAGE_HEADING = re.compile(r"^  ([A-Za-z_][\w-]*):\s*(#.*)?$")  # a stage under `stages:`
 PLUGIN_STAGES = {"annotate_model": ("annotate", "annotators", "model", "factory")}
 
@@ -90,14 +92,33 @@ def registries_used(path: Path) -> frozenset[Path]:
 
 
 @cache
-def language_models(root: Path) -> dict[str, str]:
-    """LANGUAGE_MODELS of models/registry.py, read from its source (core imports no model)."""
+def registry_dict(root: Path, name: str) -> dict[str, str]:
+    """A dict of models/registry.py (LANGUAGE_MODELS, FAMILIES), read from its source (core
+    imports no model)."""
     for node in _parse(root / LM_REGISTRY).body:
         if isinstance(node, ast.AnnAssign | ast.Assign):
             targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
-            if any(getattr(t, "id", None) == "LANGUAGE_MODELS" for t in targets):
+            if any(getattr(t, "id", None) == name for t in targets):
                 return ast.literal_eval(node.value)
-    raise LookupError(f"{root / LM_REGISTRY}: no LANGUAGE_MODELS dict")
+    raise LookupError(f"{root / LM_REGISTRY}: no {name} dict")
+
+
+def language_models(root: Path) -> dict[str, str]:
+    return registry_dict(root, "LANGUAGE_MODELS")
+
+
+@cache
+def reports_rendered(path: Path) -> frozenset[Path]:
+    """The families' report modules (tasks/report/<family>.py) `path` loads by name through
+    models/registry.py `reports()`."""
+    root = _root_of(path)
+    calls = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None))
+                == "reports" for n in ast.walk(_parse(path)))  # fmt: skip
+    if not calls or module_file("models.registry", root) not in direct_imports(path):
+        return frozenset()
+    return frozenset(
+        module_file(f"tasks.report.{f}", root) for f in registry_dict(root, "FAMILIES")
+    )
 
 
 @cache
@@ -129,6 +150,7 @@ def closure(*roots: Path) -> set[Path]:
         seen.add(p)
         todo.extend(direct_imports(p))
         todo.extend(language_models_built(p))
+        todo.extend(reports_rendered(p))
         for registry in registries_used(p):
             todo.extend(registry.parent.glob("*.py"))
     return seen

@@ -5,11 +5,13 @@ table side by side with the paper's Tables 1, 2, 3 and 5" of Dhingra et al.; iss
 table beside the paper's Table 1" of Luo & Glass), so it must be rebuilt from the metrics that
 `dvc repro` just wrote, never hand-edited.
 
-Why this module is small: each model family renders its own tables (tasks/report/mage.py,
-tasks/report/coref.py; shared pieces in tasks/report/common.py) and FAMILIES sends every table
-of tasks/report/paper_results.yaml to the family owning its kind. A new family (EntityNLM,
-CoreLM) is one module, one entry per kind here and its metrics directory in
-common.DEFAULTS / params.yaml `report.metrics`.
+Why this module is small: each model family renders its own tables in its report module
+(tasks/report/mage.py, coref.py, entitynlm.py, corelm.py; shared pieces in
+tasks/report/common.py), whose SECTION names the table kinds it owns; every table of
+tasks/report/paper_results.yaml goes to the section owning its kind. The sections are those of
+the model families' registry (models/registry.py, each Family.report), in its order, handed
+over by the stage (flows/report.py): a new family's report is its module, its registry line
+and its metrics directory in common.DEFAULTS / params.yaml `report.metrics`.
 
 Inputs, and nothing else:
 - measured numbers: the DVC metrics files of the training stages, metrics/train_mage/
@@ -26,45 +28,41 @@ the stage on unchanged metrics rewrites the same bytes.
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
-from tasks.report import common, coref, corelm, entitynlm, figures, mage
-from tasks.report.common import DASH, DEFAULTS, Family, Measured, fmt, fold, settings
-
-# table kind (paper_results.yaml `kind`) -> the family that renders it
-FAMILIES: dict[str, Family] = {
-    "babi": mage.FAMILY,
-    "accuracy": mage.FAMILY,
-    "runs": mage.FAMILY,
-    "coref": coref.FAMILY,
-    "entitynlm_lm": entitynlm.FAMILY,  # Ji et al. 2017 Table 1
-    "entitynlm_rerank": entitynlm.FAMILY,  # Ji et al. 2017 Table 2
-    "entitynlm_prediction": entitynlm.FAMILY,  # Ji et al. 2017 Table 3
-    "corelm": corelm.FAMILY,  # Stylianou & Vlahavas Tables 1-2 (paper yaml key `corelm`)
-}
-KINDS = tuple(FAMILIES)
-# families whose section reads its own paper-yaml key (no `tables` entry has their kind)
-SECTION_ONLY = ("corelm",)
-SOURCES = tuple(dict.fromkeys(f.source for f in FAMILIES.values()))
+from tasks.report import common, figures
+from tasks.report.common import DASH, DEFAULTS, Measured, Section, fmt, fold, settings
 
 
-def load_spec(path: str | Path) -> dict[str, Any]:
-    """tasks/report/paper_results.yaml, checked against the kinds and sources of FAMILIES."""
-    return common.load_spec(path, KINDS, SOURCES)
+def sections(reports: Sequence[str]) -> list[Section]:
+    """The SECTION of each report module (the registry's Family.report), in that order."""
+    return [importlib.import_module(module).SECTION for module in reports]
 
 
-def load_measured(metrics_dirs: Mapping[str, Any]) -> dict[str, Any]:
-    """Per family source, its runs from the metrics directory params.yaml report.metrics names
-    (common.DEFAULTS where it names none)."""
-    families = {f.source: f for f in FAMILIES.values()}
+def by_kind(secs: Sequence[Section]) -> dict[str, Section]:
+    """Table kind (paper_results.yaml `kind`) -> the section that renders it."""
+    return {kind: sec for sec in secs for kind in sec.kinds}
+
+
+def load_spec(path: str | Path, secs: Sequence[Section]) -> dict[str, Any]:
+    """tasks/report/paper_results.yaml, checked against the sections' kinds and sources."""
+    return common.load_spec(path, tuple(by_kind(secs)), tuple(s.source for s in secs))
+
+
+def load_measured(metrics_dirs: Mapping[str, Any], secs: Sequence[Section]) -> dict[str, Any]:
+    """Per section source, its runs from the metrics directory params.yaml report.metrics
+    names (common.DEFAULTS where it names none)."""
     return {
-        source: family.load(resolve_path(metrics_dirs.get(source, DEFAULTS["metrics"][source])))
-        for source, family in families.items()
+        sec.source: sec.load(
+            resolve_path(metrics_dirs.get(sec.source, DEFAULTS["metrics"][sec.source]))
+        )
+        for sec in secs
     }
 
 
@@ -83,11 +81,13 @@ def _preamble(annotation: str | None) -> list[str]:
     ]
 
 
-def all_measured(spec: Mapping[str, Any], measured: Mapping[str, Any]) -> list[Measured]:
+def all_measured(
+    spec: Mapping[str, Any], measured: Mapping[str, Any], secs: Sequence[Section]
+) -> list[Measured]:
     """Every number we measured, family by family (the opening table, figure and summaries)."""
     out: list[Measured] = []
-    for family in dict.fromkeys(FAMILIES.values()):
-        out += family.measured(spec["tables"], measured[family.source])
+    for sec in secs:
+        out += sec.measured(spec["tables"], measured[sec.source])
     return out
 
 
@@ -116,10 +116,10 @@ def _glance(rows: list[Measured], figure_names: Mapping[str, str]) -> list[str]:
     return lines
 
 
-def _table(family: Family, table: Mapping, runs: Any, papers: Mapping, annotation) -> list[str]:
+def _table(sec: Section, table: Mapping, runs: Any, papers: Mapping, annotation) -> list[str]:
     """A paper table; folded under its heading when nothing of ours fills it."""
-    lines = family.render(table, runs, papers, annotation)
-    if family.matches(table, runs) or table.get("paper") is None:
+    lines = sec.render(table, runs, papers, annotation)
+    if sec.matches(table, runs) or table.get("paper") is None:
         return lines
     head = common._table_heading(table, papers)
     return head + fold("Not measured in this run: the paper's numbers", lines[len(head) :])
@@ -128,6 +128,7 @@ def _table(family: Family, table: Mapping, runs: Any, papers: Mapping, annotatio
 def render(
     spec: Mapping[str, Any],
     measured: Mapping[str, Any],
+    secs: Sequence[Section],
     *,
     annotation: str | None = None,
     figure_names: Mapping[str, str] | None = None,
@@ -136,12 +137,14 @@ def render(
     paper_results.yaml order, each by its kind's family over that family's runs (`measured`,
     by source), then what each family adds after them (e.g. the reader runs no table matched)."""
     papers = spec["papers"]
-    lines = _preamble(annotation) + _glance(all_measured(spec, measured), figure_names or {})
+    rows = all_measured(spec, measured, secs)
+    lines = _preamble(annotation) + _glance(rows, figure_names or {})
+    kinds = by_kind(secs)
     for table in spec["tables"]:
-        family = FAMILIES[table["kind"]]
-        lines += _table(family, table, measured[family.source], papers, annotation)
-    for family in dict.fromkeys(FAMILIES.values()):
-        lines += family.render_rest(spec["tables"], measured[family.source], papers, annotation)
+        sec = kinds[table["kind"]]
+        lines += _table(sec, table, measured[sec.source], papers, annotation)
+    for sec in secs:
+        lines += sec.render_rest(spec["tables"], measured[sec.source], papers, annotation)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -165,28 +168,30 @@ def write_figures(cfg: Mapping[str, Any], rows: list[Measured]) -> dict[str, str
     return {t: Path(os.path.relpath(p, base)).as_posix() for t, p in drawn.items() if p}
 
 
-def write_summaries(cfg: Mapping[str, Any], rows: list[Measured]) -> None:
+def write_summaries(cfg: Mapping[str, Any], rows: list[Measured], sources: Sequence[str]) -> None:
     """metrics/summary/<family>.json, the DVC metrics: one short file per family."""
     root = resolve_path(cfg.get("summary") or "metrics/summary")
-    for source in SOURCES:
+    for source in sources:
         write_json(
             root / f"{source}.json", common.summary_metrics([r for r in rows if r.family == source])
         )
 
 
-def build(cfg: Mapping[str, Any] | None = None) -> Path:
+def build(reports: Sequence[str], cfg: Mapping[str, Any] | None = None) -> Path:
     """Read the paper yaml and the metrics named by `cfg` (params.yaml report); write the
-    report, its figures and the per-family summary metrics."""
+    report, its figures and the per-family summary metrics, one section per report module
+    (`reports`: the registry's Family.report, in its order)."""
     cfg = dict(cfg) if cfg is not None else settings()
-    spec = load_spec(resolve_path(cfg["paper_results"]))
-    measured = load_measured(cfg.get("metrics") or {})
-    rows = all_measured(spec, measured)
+    secs = sections(reports)
+    spec = load_spec(resolve_path(cfg["paper_results"]), secs)
+    measured = load_measured(cfg.get("metrics") or {}, secs)
+    rows = all_measured(spec, measured, secs)
     names = write_figures(cfg, rows)
-    write_summaries(cfg, rows)
-    text = render(spec, measured, annotation=cfg.get("annotation"), figure_names=names)
+    write_summaries(cfg, rows, [sec.source for sec in secs])
+    text = render(spec, measured, secs, annotation=cfg.get("annotation"), figure_names=names)
     out = resolve_path(cfg["output"])
     write_text(out, text)
     return out
 
 
-__all__ = ["FAMILIES", "KINDS", "build", "load_measured", "load_spec", "render", "settings"]
+__all__ = ["build", "by_kind", "load_measured", "load_spec", "render", "sections", "settings"]

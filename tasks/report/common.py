@@ -87,9 +87,12 @@ def settings() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Family:
-    """One model family's part of the report, as tasks/report/build.py dispatches to it.
+class Section:
+    """One model family's part of the report (its report module's SECTION, the module named
+    by the family's Family.report in models/registry.py), as tasks/report/build.py
+    dispatches to it.
 
+    kinds: the paper_results.yaml table kinds it renders (none: it renders only render_rest);
     source: the key of params.yaml report.metrics (and the tables' `source`) it reads;
     load: that metrics directory -> the family's runs (any shape the renderers agree on);
     render: (table, runs, papers, annotation) -> the lines of one paper table;
@@ -101,6 +104,7 @@ class Family:
     """
 
     source: str
+    kinds: tuple[str, ...]
     load: Callable[[Path], Any]
     render: Callable[[Mapping, Any, Mapping, str | None], list[str]]
     render_rest: Callable[[Sequence[Mapping], Any, Mapping, str | None], list[str]] = lambda *_: []

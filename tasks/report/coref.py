@@ -2,7 +2,7 @@
 
 Why its own module: its table compares encoders (baseline, LSL, ASL) by CoNLL F1 mean ± std
 over seeds and judges the ASL − baseline delta against the paper's, which no reader table
-does; tasks/report/build.py dispatches the kind "coref" here (FAMILY).
+does; tasks/report/build.py dispatches the kind "coref" here (SECTION).
 
 Reads metrics/train_coref/<encoder>.json (models/coref/train.py summarize); the encoder is
 the file's "encoder" key, not its name.
@@ -17,9 +17,9 @@ from typing import Any
 from tasks.core.errors import DataError
 from tasks.report.common import (
     DASH,
-    Family,
     Measured,
     Run,
+    Section,
     _display,
     _key,
     _md_table,
@@ -214,8 +214,9 @@ def measured(tables: Sequence[Mapping], coref: Mapping[str, Run]) -> list[Measur
     return out
 
 
-FAMILY = Family(
+SECTION = Section(
     source="coref",
+    kinds=("coref",),
     load=load_coref_runs,
     render=render,
     measured=measured,

@@ -1,6 +1,6 @@
 """CoreLM's Tables 1 and 2 (Stylianou & Vlahavas, papers/003) beside our measured numbers.
 
-Reads metrics/train_corelm/<model>.json (models/corelm/train.py run_model) and the paper's
+Reads metrics/train_corelm/<model>.json (flows/train_corelm.py) and the paper's
 numbers from tasks/report/paper_results.yaml `corelm`. Our backbone is whatever
 train_corelm.backbone names (stated in every table): SmolLM2 numbers are that backbone's,
 never GPT-2's. Perplexity is word-level (per whitespace word, the paper's "per word
@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from tasks.core.config import resolve_path
-from tasks.report.common import Family, Measured
+from tasks.report.common import Measured, Section
 
 DASH = "—"
 ROWS = {"zeroshot": "backbone zero-shot", "ft": "backbone FT", "corelm": "CoreLM",
@@ -246,8 +246,9 @@ def render_rest(tables: Any, runs: Mapping[str, dict], papers: Any, annotation: 
 
 
 ARTIFACTS = "artifacts/train_corelm"
-FAMILY = Family(
+SECTION = Section(
     source="corelm",
+    kinds=(),  # its section reads paper_results.yaml `corelm`: no table kind
     load=load,
     render=lambda *_: [],
     render_rest=render_rest,

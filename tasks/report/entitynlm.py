@@ -23,9 +23,9 @@ from typing import Any
 from tasks.core.errors import DataError
 from tasks.report.common import (
     DASH,
-    Family,
     Measured,
     Run,
+    Section,
     _display,
     _key,
     _md_table,
@@ -359,8 +359,9 @@ def measured_lm(tables: Sequence[Mapping], runs: Mapping[str, Run]) -> list[Meas
     return out
 
 
-FAMILY = Family(
+SECTION = Section(
     source="entitynlm",
+    kinds=("entitynlm_lm", "entitynlm_rerank", "entitynlm_prediction"),  # Ji et al. Tables 1-3
     load=load_runs,
     render=render,
     measured=measured,

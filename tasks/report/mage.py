@@ -3,7 +3,7 @@
 Why its own module: the readers' tables (bAbI error rates with means and failed-task counts,
 LAMBADA / CNN accuracies, the embedded default's runs) share one metrics layout and one
 selection rule, none of which the other families use; tasks/report/build.py dispatches the
-kinds "babi", "accuracy" and "runs" here (FAMILY).
+kinds "babi", "accuracy" and "runs" here (SECTION).
 
 Reads metrics/train_mage/<model>-<task>.json (models/mage/train.py summarize): model, task
 and dataset come from the file's keys, not its name (model keys contain hyphens too).
@@ -18,9 +18,9 @@ from typing import Any
 from tasks.core.errors import DataError
 from tasks.report.common import (
     DASH,
-    Family,
     Measured,
     Run,
+    Section,
     _display,
     _key,
     _md_table,
@@ -575,8 +575,9 @@ def table_matches(table: Mapping, runs: Sequence[Run]) -> bool:
     return any(_matches(table, r) for r in runs)
 
 
-FAMILY = Family(
+SECTION = Section(
     source="mage",
+    kinds=("babi", "accuracy", "runs"),
     load=load_mage_runs,
     render=render,
     render_rest=render_unmatched,

@@ -9,7 +9,8 @@ MLflow run (tasks/training/stage.py) and writes the summary to metrics/train_<na
 Adding a family = its folder (nn.Modules, Parquet -> batches, a Recipe for the shared loop,
 a `family.py` with FAMILY), one line in models/registry.py, its params.yaml section
 `train_<name>`, its dvc.yaml stage `train_<name>` (the code deps generated: tasks/core/
-stage_deps.py), its flow flows/train_<name>.py and its report section tasks/report/<name>.py.
+stage_deps.py), its flow flows/train_<name>.py and its report section tasks/report/<name>.py
+(found by the family's name: models/registry.py reports()).
 The stage name is the MLflow experiment (tasks/core/tracking.py) and the folder under
 artifacts/ and metrics/.
 """
@@ -37,11 +38,11 @@ class Family:
     paper: str  # what it reproduces (an MLflow tag on every run)
     settings: type  # params.yaml train_<name>, parsed strictly (tasks/core/settings.py)
     recipe: type  # its part of tasks/training/loop.py: model, batches, loss, evaluation
-    # one seed -> that seed's metrics: a SeedTrainer (entitynlm, coref, mage; corelm still has
-    # its own signature and stage code in models/, issue #31)
-    train_seed: Callable[..., dict[str, Any]]
+    train_seed: Callable[..., dict[str, Any]]  # one seed -> its metrics: a SeedTrainer
     summarize: Callable[..., dict[str, Any]]  # (item, the seeds' metrics) -> the stage's metrics
-    report: str  # the module rendering its section of reports/results.md
+    # optional: every seed at once as one batched model, each as if alone (train.seeds_stacked)
+    # (item, seeds, data, settings, out_dirs, *, log_metrics: one sink per seed) -> metrics
+    train_seeds_stacked: Callable[..., list[dict[str, Any]]] | None = None
 
     @property
     def stage(self) -> str:

@@ -57,9 +57,13 @@ log = logging.getLogger("corefrepro.training")
 BEST, LAST, HISTORY = "best.pt", "last.pt", "history.json"
 # settings that change how fast or how visibly a run goes, not what it learns
 # (precision, like device: a run may resume on a GPU or in bf16; nproc: the processes share
-# each step's batches, so the result does not depend on their number)
-RUN_ONLY = ("epochs", "resume", "device", "threads", "log_every_s", "precision", "max_time_s",
-            "nproc")  # fmt: skip
+# each step's batches, so the result does not depend on their number; seeds_stacked: each
+# stacked seed learns what it learns alone). The one list: the loop's resume fingerprint and
+# the stages' settings fingerprints (flows/train_mage.py) leave these out.
+RUN_ONLY = ("resume", "device", "threads", "log_every_s", "precision", "nproc", "seeds_stacked")
+# how long a run trains: a run resumes under a longer budget (the resume fingerprint leaves it
+# out; a settings fingerprint comparing finished runs keeps it)
+BUDGET = ("epochs", "max_time_s")
 
 
 @dataclass
@@ -217,8 +221,9 @@ def _code_digest(recipe: Recipe) -> str:
 
 def fingerprint(recipe: Recipe, settings: LoopSettings) -> dict[str, Any]:
     """What a result depends on: the code, the recipe's model, data encoding and data, and the
-    training settings except the run-only ones (RUN_ONLY); "sha256" sums it up."""
-    train = {k: v for k, v in vars(settings).items() if k not in RUN_ONLY}
+    training settings except the run-only ones and the budget (RUN_ONLY, BUDGET); "sha256"
+    sums it up."""
+    train = {k: v for k, v in vars(settings).items() if k not in (*RUN_ONLY, *BUDGET)}
     blob = jsonable({"code": _code_digest(recipe), "recipe": recipe.fingerprint(), "train": train})
     digest = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, **blob}

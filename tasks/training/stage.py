@@ -7,8 +7,9 @@ DVC and MLflow expect them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.settings import parse_settings
-from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run
+from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run, tracked_runs
 from tasks.training.family import Family
 from tasks.training.loop import HISTORY
 
@@ -59,6 +60,35 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
     metrics.update(facts or {})
     storage.write_metrics(out_dir / "metrics.json", jsonable(metrics))
     return metrics
+
+
+def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int], data: Any,
+                                settings: Any, *, dataset: str,
+                                run_params: Callable[[int], Mapping[str, Any]],
+                                recorded: Sequence[str] = (),
+                                facts: Callable[[int], Mapping[str, Any]] | None = None,
+                                track: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+    """train_tracked_seed for every seed at once, trained as one batched model
+    (family.train_seeds_stacked): the same artifacts per seed (best.pt, history.json,
+    metrics.json in seed<k>/) and one MLflow run per seed, open together."""
+    specs = [{"item": item, "dataset": dataset, "seed": int(s), "run_params": run_params(s)}
+             for s in seeds]  # fmt: skip
+    out_dirs = [artifact_dir(family.stage, item, s) for s in seeds]
+    tracking = tracked_runs(family.stage, specs) if track else contextlib.nullcontext(None)
+    with tracking as run_ids:
+        sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
+                 for r in (run_ids or [None] * len(seeds))]  # fmt: skip
+        results = family.train_seeds_stacked(item, seeds, data, settings, out_dirs,
+                                             log_metrics=sinks)  # fmt: skip
+        for run_id, out_dir, metrics in zip(run_ids or [], out_dirs, results, strict=False):
+            if recorded:
+                log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics}, run_id)
+            record_history(out_dir, run_id)
+    for seed, out_dir, metrics in zip(seeds, out_dirs, results, strict=True):
+        metrics["dataset"] = dataset
+        metrics.update(facts(seed) if facts else {})
+        storage.write_metrics(out_dir / "metrics.json", jsonable(metrics))
+    return results
 
 
 def record_history(out_dir: Path, run_id: str | None = None) -> None:

@@ -22,7 +22,7 @@ CASES = {
     "view_corelm": ("tasks.graphs.stage:_settings('view_corelm')", "id_scope"),
     "kbest": ("flows.kbest:settings()", "encoder"),
     "lm_features": ("models.coref.features:settings()", "batch_windows"),
-    "train_mage.train": ("models.mage.train:settings()", "epochs"),
+    "train_mage.train": ("flows.train_mage:settings()", "epochs"),
     "train_coref.train": ("flows.train_coref:settings()", "max_sentences"),
     "train_coref.model": ("flows.train_coref:settings()", "lstm_size"),
     "train_stanza_coref.stanza": ("models.stanza_coref.train:settings()", "hidden_size"),
@@ -56,7 +56,7 @@ def test_a_wrong_type_names_the_key_and_the_type(monkeypatch):
     data["train_mage"]["train"]["epochs"] = "ten"
     data["normalize"]["dev_fraction"] = 1.5
     monkeypatch.setattr(config, "_load", lambda path: data)
-    from models.mage.train import settings as mage_settings
+    from flows.train_mage import settings as mage_settings
     from tasks.corpora.ingest import normalize_settings
 
     with pytest.raises(
@@ -146,7 +146,7 @@ def test_run_and_corpus_names_that_escape_are_refused_where_params_are_parsed(ba
         runs.settings()
     data["annotate"]["runs"].pop("ok")
     data["train_mage"]["data"] = bad
-    from models.mage.train import settings as mage_settings
+    from flows.train_mage import settings as mage_settings
 
     with pytest.raises(ConfigError, match=re.escape(f"train_mage.data: '{bad}' is not a safe")):
         mage_settings()
@@ -171,23 +171,23 @@ BAD_NUMBERS = [
     ("annotate", "workers", 0, "tasks.annotation.runs:settings()", "must be >= 1, got 0"),
     ("tracking", "max_checkpoint_mb", -1, "tasks.core.tracking:settings()",
      "must be >= 0, got -1.0"),
-    ("train_corelm.train", "lr", -1e-5, "models.corelm.train:settings()",
+    ("train_corelm.train", "lr", -1e-5, "flows.train_corelm:settings()",
      "must be > 0, got -1e-05"),
-    ("train_corelm.train", "batch_size", 0, "models.corelm.train:settings()",
+    ("train_corelm.train", "batch_size", 0, "flows.train_corelm:settings()",
      "must be >= 1, got 0"),
-    ("train_corelm.gating", "dropout", 1.5, "models.corelm.train:settings()",
+    ("train_corelm.gating", "dropout", 1.5, "flows.train_corelm:settings()",
      "must be < 1, got 1.5"),
-    ("train_corelm.gating", "n_heads", 5, "models.corelm.train:settings()",
+    ("train_corelm.gating", "n_heads", 5, "flows.train_corelm:settings()",
      "5 does not divide the backbone's width 64 (train_corelm.tiny)"),
-    ("train_corelm.train", "block_size", 512, "models.corelm.train:settings()",
+    ("train_corelm.train", "block_size", 512, "flows.train_corelm:settings()",
      "512 is longer than the backbone's context 256 (train_corelm.tiny)"),
-    ("train_corelm.tiny", "n_head", 3, "models.corelm.train:settings()",
+    ("train_corelm.tiny", "n_head", 3, "flows.train_corelm:settings()",
      "3 does not divide n_embd 64"),
-    ("train_mage.train", "lr", -0.001, "models.mage.train:settings()", "must be > 0, got -0.001"),
-    ("train_mage.train", "batch_size", 0, "models.mage.train:settings()", "must be >= 1, got 0"),
-    ("train_mage.train", "train_from_dev", 1.0, "models.mage.train:settings()",
+    ("train_mage.train", "lr", -0.001, "flows.train_mage:settings()", "must be > 0, got -0.001"),
+    ("train_mage.train", "batch_size", 0, "flows.train_mage:settings()", "must be >= 1, got 0"),
+    ("train_mage.train", "train_from_dev", 1.0, "flows.train_mage:settings()",
      "must be < 1, got 1.0"),
-    ("train_mage.model_defaults", "dropout", 1.5, "models.mage.train:settings()",
+    ("train_mage.model_defaults", "dropout", 1.5, "flows.train_mage:settings()",
      "must be < 1, got 1.5"),
     ("graphs", "edge_types", [], "tasks.graphs.stage:_settings('graphs')",
      "needs at least 1 item(s), got 0"),

@@ -29,6 +29,11 @@ def test_every_stage_depends_on_the_code_it_runs_and_no_other():
     assert "models/entitynlm/lm.py" in deps["train_entitynlm"]
     # the annotator factory params.yaml names is loaded by the model-annotation stage
     assert "models/coref/annotator.py" in deps["annotate_model"]
+    # the report renders every registered family's section, found by name, and runs no model
+    assert {f"tasks/report/{f}.py" for f in ("mage", "coref", "entitynlm", "corelm")} <= set(
+        deps["report"]
+    )
+    assert not any(d.startswith("models/") and d != "models/registry.py" for d in deps["report"])
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

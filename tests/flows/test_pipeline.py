@@ -36,7 +36,9 @@ def fresh_repo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 def test_dvc_repro_twice_second_is_noop(fresh_repo):
     repo, env = fresh_repo
-    run_ok([sys.executable, "-m", "dvc", "repro"], repo, env)
+    # the whole embedded default: ~10 min on 2 quiet cores, and a CI host may be busier than
+    # that (it took ~710 s of the old 900 s limit on a loaded 2-core runner)
+    run_ok([sys.executable, "-m", "dvc", "repro"], repo, env, timeout=1800)
     assert (repo / "dvc.lock").exists()
     params = __import__("yaml").safe_load((repo / "params.yaml").read_text())
     for corpus in params["corpora"]:

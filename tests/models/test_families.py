@@ -20,8 +20,7 @@ from tests.conftest import REPO_ROOT
 
 RECIPE_METHODS = [n for n, v in vars(Recipe).items() if inspect.isfunction(v)]
 # families whose stage finds them in the registry and trains a seed through the one
-# signature (tasks/training/family.py SeedTrainer); corelm follows (issue #31)
-THROUGH_THE_REGISTRY = {"coref", "entitynlm", "mage"}
+# signature (tasks/training/family.py SeedTrainer): all of them
 SEED_TRAINER = list(inspect.signature(SeedTrainer.__call__).parameters)[1:]
 
 
@@ -45,12 +44,13 @@ def test_family_is_wired_under_one_stage_name(name):
     parse_settings(family.settings, params[stage], stage)  # the shipped section is valid
     flow = importlib.import_module(f"flows.{stage}")
     assert isinstance(flow.settings(), family.settings)  # the stage parses its section
-    if name in THROUGH_THE_REGISTRY:
-        assert flow.FAMILY is family  # the stage trains the family the registry names
-        assert list(inspect.signature(family.train_seed).parameters) == SEED_TRAINER
+    assert flow.FAMILY is family  # the stage trains the family the registry names
+    assert list(inspect.signature(family.train_seed).parameters) == SEED_TRAINER
+    report = importlib.import_module(f"tasks.report.{name}")  # its section of the report
+    assert f"tasks.report.{name}" in registry.reports() and report.SECTION.source == name
     missing = [m for m in RECIPE_METHODS if not callable(getattr(family.recipe, m, None))]
     assert not missing, f"{family.recipe.__name__} lacks {missing}"
-    assert callable(importlib.import_module(family.report).render)
+    assert callable(report.render)  # its tables
 
 
 def test_unknown_family_is_named_with_the_known_ones():

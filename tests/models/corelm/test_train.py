@@ -83,7 +83,7 @@ def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
     from tasks.training.loop import Precision
 
     before = recipe.evaluate("dev", Precision.choose(cfg.train))["loss"]
-    _, facts = train.train_model("corelm", cfg, backbone, data, tmp_path / mode, track=False)
+    _, facts = train.train_model("corelm", cfg, backbone, data, tmp_path / mode)
     after = facts["history"][-1]["dev_loss"]
     assert after < before - 0.05, (before, after)
     if mode == "cached":
@@ -105,14 +105,25 @@ def test_ft_and_corelm_train_the_same_steps_on_the_same_windows(tmp_path):
     assert n_corelm > n_ft  # + gating layer and entity table
 
 
-def test_stage_items_write_metrics_for_the_three_models(tmp_path):
+def _stage(monkeypatch, cfg):
+    """flows/train_corelm.py with these settings, writing under tmp_path (the repository),
+    untracked."""
+    import flows.train_corelm as flow
+
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    monkeypatch.setattr(flow, "settings", lambda: cfg)
+    monkeypatch.setattr(flow, "train_model_task", lambda m: flow.train_model(m, track=False))
+    return flow
+
+
+def test_stage_items_write_metrics_for_the_three_models(tmp_path, monkeypatch):
     cfg = _settings(_corpus(tmp_path), epochs=1)
     cfg.eval.lambada = _lambada(tmp_path)
+    flow = _stage(monkeypatch, cfg)
     for model in train.MODELS:
-        out = tmp_path / "art"
-        m = train.run_model(model, cfg, out_dir=out / model, metrics_file=out / f"{model}.json",
-                            track=False)  # fmt: skip
-        saved = json.loads((out / f"{model}.json").read_text())
+        out = tmp_path / "artifacts" / "train_corelm"
+        m = flow.train_corelm(model)
+        saved = json.loads((tmp_path / "metrics" / "train_corelm" / f"{model}.json").read_text())
         assert saved["model"] == model and saved["heldout"][model]["n_words"] > 0
         assert {"full_word", "last_token"} <= {k.split("/")[1] for k in m["lambada"]}
         items = json.loads((out / model / "items.json").read_text())
@@ -132,7 +143,7 @@ def test_accumulated_batches_count_as_one_optimizer_step(tmp_path):
     cfg = _settings(_corpus(tmp_path), epochs=1, accumulate=2, batch_size=1)
     backbone = train.build_backbone(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
-    _, facts = train.train_model("ft", cfg, backbone, data, tmp_path / "ft", track=False)
+    _, facts = train.train_model("ft", cfg, backbone, data, tmp_path / "ft")
     batches = facts["batches"]
     assert batches > 2 and facts["steps"] == -(-batches // 2)
     assert facts["effective_batch_size"] == 2 * cfg.train.batch_size
@@ -142,8 +153,9 @@ def test_held_out_perplexity_is_reported_on_test_not_on_the_selection_split(tmp_
     """Select on dev, report the held-out test split (the old default reported dev, the very
     split the best epoch was chosen on)."""
     cfg = _settings(_corpus(tmp_path), epochs=2)
-    m = train.run_model("corelm", cfg, out_dir=tmp_path / "art", metrics_file=tmp_path / "m.json",
-                        track=False)  # fmt: skip
+    from flows.train_corelm import train_model
+
+    m = train_model("corelm", cfg, out_dir=tmp_path / "art", track=False)
     words = [len(STORIES[i % 2][0].split()) for i in range(12)]
     test_words, dev_words = words[11], sum(words[8:11])  # 1 test, 3 dev documents
     assert test_words != dev_words
@@ -152,8 +164,7 @@ def test_held_out_perplexity_is_reported_on_test_not_on_the_selection_split(tmp_
         m["heldout"]["corelm"]["n_words"] == m["heldout"]["corelm+coref"]["n_words"] == test_words
     )
     cfg.eval.heldout_split = "dev"  # the old behaviour, kept as an option
-    old = train.run_model("zeroshot", cfg, out_dir=tmp_path / "z", metrics_file=tmp_path / "z.json",
-                          track=False)  # fmt: skip
+    old = train_model("zeroshot", cfg, out_dir=tmp_path / "z", track=False)
     assert old["heldout"]["zeroshot"]["n_words"] == dev_words
 
 
