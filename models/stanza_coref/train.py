@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import torch
 
-from models.coref.data import CorefDocument, gold_clusters, load_splits
+from models.coref.data import CorefDocument, gold_clusters
 from models.stanza_coref.convert import convert, sentence_ids
 from models.stanza_coref.encoder import (
     EncoderFolder,
@@ -51,12 +51,10 @@ from models.stanza_coref.encoder import (
 from tasks.annotation.annotators import stanza_windows as windows
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable, pick_device
-from tasks.core.config import params, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_write_target
 from tasks.core.progress import Progress
-from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
-from tasks.core.tracking import log_checkpoint, log_metrics, log_params, tracked_run
+from tasks.core.settings import ConfigError, Name, bounded, settings_to_dict
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import torch_threads
 
@@ -140,18 +138,6 @@ class TrainStanzaCorefSettings:
                 f"{path}.stanza.bert_window_size: {self.stanza.bert_window_size} exceeds "
                 f"{path}.tiny.max_positions ({self.tiny.max_positions})"
             )
-
-
-def settings() -> TrainStanzaCorefSettings:
-    return parse_settings(TrainStanzaCorefSettings, params(STAGE), STAGE)
-
-
-def artifact_dir() -> Path:
-    return resolve_path(f"artifacts/{STAGE}")
-
-
-def metrics_path() -> Path:
-    return resolve_path(f"metrics/{STAGE}") / "metrics.json"
 
 
 def encoder_label(cfg: TrainStanzaCorefSettings) -> str:
@@ -409,45 +395,12 @@ def _draw(group: list[CorefDocument], cap: int | None, seed: int) -> list[CorefD
     return random.Random(seed).sample(group, cap)
 
 
-def train_stage(cfg: TrainStanzaCorefSettings, *, track: bool = True) -> dict[str, Any]:
-    """The stage: corpora -> Stanza's model, under the MLflow run train_stanza_coref@<encoder>;
-    metrics/train_stanza_coref/metrics.json."""
-    splits = load_splits(cfg.corpora, drop_singletons=cfg.drop_singletons)
-    splits = sample_documents(splits, cfg.max_documents, cfg.seed)
-    dataset, item = "+".join(cfg.corpora), encoder_label(cfg)
-    log.info("%s on %s: %s documents", item, dataset,
-             {split: len(docs) for split, docs in splits.items()})  # fmt: skip
-    label = f"{STAGE}@{item}"
-    if not track:
-        metrics = train_and_evaluate(splits, cfg, artifact_dir(), label=label)
-    else:
-        with tracked_run(STAGE, item, dataset=dataset, seed=cfg.seed,
-                         run_params=run_params(cfg, splits)):  # fmt: skip
-            metrics = train_and_evaluate(splits, cfg, artifact_dir(), label=label,
-                                         log_metrics=log_metrics)  # fmt: skip
-            _log_final(metrics)
-    metrics = {**metrics, "dataset": dataset, "checkpoint": portable(artifact_dir() / MODEL_FILE)}
-    storage.write_metrics(metrics_path(), metrics)
-    return metrics
-
-
-def _log_final(metrics: Mapping[str, Any]) -> None:
-    """The final scores, the encoder's provenance and the checkpoint, into the MLflow run."""
-    final = {f"final_{split}_{k}": v for split in ("dev", "test")
-             for k, v in (metrics.get(split) or {}).items()}  # fmt: skip
-    log_metrics({**final, "train_time_s": metrics["train_time_s"]}, None)
-    log_params({f"encoder_{k}": v for k, v in metrics["encoder"].items()})
-    log_checkpoint(artifact_dir() / MODEL_FILE)
-
-
 __all__ = [
     "MODEL_FILE",
     "STAGE",
     "StanzaConfigSettings",
     "TrainStanzaCorefSettings",
     "evaluate",
-    "settings",
     "stanza_config",
     "train_and_evaluate",
-    "train_stage",
 ]

@@ -25,7 +25,7 @@ CASES = {
     "train_mage.train": ("flows.train_mage:settings()", "epochs"),
     "train_coref.train": ("flows.train_coref:settings()", "max_sentences"),
     "train_coref.model": ("flows.train_coref:settings()", "lstm_size"),
-    "train_stanza_coref.stanza": ("models.stanza_coref.train:settings()", "hidden_size"),
+    "train_stanza_coref.stanza": ("flows.train_stanza_coref:settings()", "hidden_size"),
     "report": ("tasks.report.common:settings()", "output"),
     "tracking": ("tasks.core.tracking:settings()", "artifacts"),
 }

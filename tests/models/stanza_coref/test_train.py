@@ -180,7 +180,7 @@ def test_bad_settings_are_one_error_naming_the_setting(monkeypatch, overrides, p
         else:
             data["train_stanza_coref"][key] = value
     monkeypatch.setattr(config, "_load", lambda path: data)
-    from models.stanza_coref.train import settings
+    from flows.train_stanza_coref import settings
 
     with pytest.raises(ConfigError, match=re.escape(problem)):
         settings()
