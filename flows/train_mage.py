@@ -38,6 +38,7 @@ from models.mage.train import (
     check_split,
     recipe_train,
     resolve_model_cfg,
+    resolve_train_cfg,
     run_params,
 )
 from tasks.core.checkpoints import jsonable
@@ -85,11 +86,12 @@ def plan(cfg: TrainMageSettings, model: str, task: str) -> ReaderItem:
     # a model entry may read its own graph run (data: <run>), e.g. the coreference placement
     # ablation (graphs@<run>-sentence) trained beside the paper's placement
     graphs = graphs_path(cfg, model_cfg.pop("data", None))
-    train_cfg = {**cfg.train, **(cfg.task_settings.get(task) or {}),
-                 **recipe_train(model_cfg), **own_train}  # fmt: skip
+    given = {**cfg.train, **(cfg.task_settings.get(task) or {}),
+             **recipe_train(model_cfg), **own_train}  # fmt: skip
     check_split(resolve_model_cfg(model_cfg), f"train_mage.models.{model}")
     labels = list(cfg.task_groups.get(task, [task]))
-    return ReaderItem(model, task, labels, str(graphs), model_cfg, train_cfg)
+    train = resolve_train_cfg(given, model_cfg)  # the one MageTrain every seed starts from
+    return ReaderItem(model, task, labels, str(graphs), model_cfg, train, given)
 
 
 def seeds_of(cfg: TrainMageSettings, seeds: Sequence[int] | None) -> list[int]:
@@ -117,7 +119,7 @@ def settings_fingerprint(graphs_sha256: str, item: ReaderItem, seed: int) -> str
     (one per GPU, one per lane) are summarized together only if their fingerprints agree with
     the current plan. Leaves out the seed and the run-only settings (tasks/training/loop.py
     RUN_ONLY); keeps the budget (epochs): seeds compared must have had the same."""
-    train_cfg = {**item.train_cfg, "seed": int(seed)}
+    train_cfg = {**item.given_train, "seed": int(seed)}
     train = {k: v for k, v in train_cfg.items() if k not in ("seed", *RUN_ONLY)}
     fields = {"graphs": graphs_sha256, "labels": list(item.labels), "model": dict(item.model_cfg)}
     fields["train"] = train
@@ -169,7 +171,7 @@ def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
     seeds = seeds_of(cfg, seeds)
     data = item.load_data()
     graphs_sha256 = sha256_of(item.graphs)
-    if len(seeds) > 1 and item.train(seeds[0]).seeds_stacked:  # one batched model
+    if len(seeds) > 1 and item.train.seeds_stacked:  # one batched model
         results = train_stacked_task(model, task, seeds, data, item, graphs_sha256)
     else:
         results = [train_seed_task(model, task, s, data, item, graphs_sha256) for s in seeds]

@@ -42,6 +42,7 @@ configuration it was trained under; loading it under a different configuration i
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -193,9 +194,12 @@ def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_train_cfg(
-    train_cfg: Mapping[str, Any], model_cfg: Mapping[str, Any] | None = None
+    train_cfg: Mapping[str, Any] | MageTrain, model_cfg: Mapping[str, Any] | None = None
 ) -> MageTrain:
-    """Train settings; a model's recipe supplies the keys train_cfg does not give."""
+    """Train settings; a model's recipe supplies the keys train_cfg does not give (settings
+    already resolved, a MageTrain, pass as they are)."""
+    if isinstance(train_cfg, MageTrain):
+        return train_cfg
     merged = {**recipe_train(model_cfg or {}), **train_cfg}
     return parse_settings(MageTrain, merged, "train_mage train")
 
@@ -394,7 +398,7 @@ def train_and_evaluate(
     graphs_path: str | Path,
     task: str | Sequence[str],
     model_cfg: Mapping[str, Any],
-    train_cfg: Mapping[str, Any],
+    train_cfg: Mapping[str, Any] | MageTrain,
     out_dir: str | Path,
     *,
     model_name: str | None = None,
@@ -645,7 +649,7 @@ def train_stacked(
     graphs_path: str | Path,
     task: str | Sequence[str],
     model_cfg: Mapping[str, Any],
-    train_cfgs: Sequence[Mapping[str, Any]],
+    train_cfgs: Sequence[Mapping[str, Any] | MageTrain],
     out_dirs: Sequence[str | Path],
     *,
     model_name: str | None = None,
@@ -806,25 +810,28 @@ class ReaderItem:
     labels: list[str]  # the task labels trained jointly
     graphs: str  # data/graphs/<run>/graphs.parquet
     model_cfg: dict[str, Any]  # model_defaults + the entry (its train and data keys out)
-    train_cfg: dict[str, Any]  # the train keys, without the seed
+    train: MageTrain  # the train settings, every layer applied; each seed replaces `seed`
+    # the train keys params.yaml sets, layered as above: what the stage's settings
+    # fingerprint hashes (a new default in MageTrain then invalidates no seed trained apart)
+    given_train: dict[str, Any]
 
     @property
     def task_arg(self) -> str | list[str]:
         return self.labels if self.labels != [self.task] else self.task
 
-    def train(self, seed: int) -> MageTrain:
-        return resolve_train_cfg({**self.train_cfg, "seed": int(seed)}, self.model_cfg)
+    def seed_train(self, seed: int) -> MageTrain:
+        return dataclasses.replace(self.train, seed=int(seed))
 
     def load_data(self) -> ReaderData:
-        return load_data(self.graphs, self.task_arg, self.train(0))
+        return load_data(self.graphs, self.task_arg, self.train)
 
 
 def train_seed(item: str, seed: int, data: ReaderData, settings: ReaderItem,
                out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
     """One seed of one (model, task) (tasks/training/family.py SeedTrainer)."""
     metrics = train_and_evaluate(settings.graphs, settings.task_arg, settings.model_cfg,
-                                 {**settings.train_cfg, "seed": int(seed)}, out_dir,
-                                 model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
+                                 settings.seed_train(seed), out_dir, model_name=settings.model,
+                                 data=data, log_metrics=log_metrics)  # fmt: skip
     metrics["task"] = settings.task
     return metrics
 
@@ -834,7 +841,7 @@ def train_seeds_stacked(item: str, seeds: Sequence[int], data: ReaderData, setti
     """train_seed for every seed at once (train_stacked): out_dirs[i] and log_metrics[i]
     (one sink per seed, or None) are seed i's."""
     results = train_stacked(settings.graphs, settings.task_arg, settings.model_cfg,
-                            [{**settings.train_cfg, "seed": int(s)} for s in seeds], out_dirs,
+                            [settings.seed_train(s) for s in seeds], out_dirs,
                             model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
     for metrics in results:
         metrics["task"] = settings.task
@@ -845,7 +852,7 @@ def run_params(settings: ReaderItem, seed: int, data: ReaderData) -> dict[str, A
     """A seed's model and train settings and its data, as its MLflow run records them."""
     data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
     return {"model": resolve_model_cfg(settings.model_cfg),
-            "train": settings_to_dict(settings.train(seed)), "data": data_params}  # fmt: skip
+            "train": settings_to_dict(settings.seed_train(seed)), "data": data_params}  # fmt: skip
 
 
 # metrics keys of a graph table off the paper's reading (the stage records them per seed)

@@ -57,12 +57,12 @@ def test_in_the_stage_the_recipe_overrides_the_global_train_but_not_the_models_o
     from flows.train_mage import plan
 
     cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
-    plain = plan(cfg, "plain", "qa2").train(1)
+    plain = plan(cfg, "plain", "qa2").train
     assert plain.lr == 0.001 and plain.clip == 5.0
-    authors = plan(cfg, "authors", "qa2").train(1)
+    authors = plan(cfg, "authors", "qa2").train
     assert authors.lr == 5e-4 and authors.clip == 10.0
     assert authors.clip_mode == "value" and authors.epochs == 3
-    own = plan(cfg, "authors-lr", "qa2").train(1)
+    own = plan(cfg, "authors-lr", "qa2").train
     assert own.lr == 0.002 and own.lr_halve_from == 2
 
 
