@@ -23,6 +23,7 @@ Both models use the same preprocessed documents and vocabulary (models/entitynlm
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -363,8 +364,7 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
 def train_and_evaluate(kind, splits, vocab, cfg: TrainEntityNLMSettings, seed: int, out_dir,
                        *, log_fn=None) -> dict[str, Any]:  # fmt: skip
     """Train one model with dev selection, then score dev and test with the best checkpoint."""
-    tcfg = parse_settings(TrainSettings, {**settings_to_dict(cfg.train), "seed": int(seed)},
-                          f"{STAGE}.train")  # fmt: skip
+    tcfg = dataclasses.replace(cfg.train, seed=int(seed))
     started = time.perf_counter()
     with torch_threads(tcfg.threads):
         seed_everything(tcfg.seed)

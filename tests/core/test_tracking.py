@@ -125,7 +125,7 @@ def test_report_is_logged_as_an_artifact_of_the_run_report(tmp_path, monkeypatch
     out = tmp_path / "reports" / "results.md"
     out.parent.mkdir()
     out.write_text("# Results\n")
-    monkeypatch.setattr(report_flow.stage, "build", lambda: out)
+    monkeypatch.setattr(report_flow.stage, "build", lambda reports: out)
     report_flow.report()
     (run,) = _runs(uri, "report")
     assert run.info.run_name == "report"
