@@ -113,24 +113,23 @@ def _placement(graphs: str | Path) -> dict[str, str]:
     return out
 
 
-def settings_fingerprint(graphs_sha256: str, item: ReaderItem, seed: int) -> str:
+def settings_fingerprint(graphs_sha256: str, item: ReaderItem) -> str:
     """sha256 of everything a seed's result depends on but the seed: the graph table's
     content (its sha256), the task labels, the model and train settings. Seeds trained apart
     (one per GPU, one per lane) are summarized together only if their fingerprints agree with
     the current plan. Leaves out the seed and the run-only settings (tasks/training/loop.py
     RUN_ONLY); keeps the budget (epochs): seeds compared must have had the same."""
-    train_cfg = {**item.given_train, "seed": int(seed)}
-    train = {k: v for k, v in train_cfg.items() if k not in ("seed", *RUN_ONLY)}
+    train = {k: v for k, v in item.given_train.items() if k not in ("seed", *RUN_ONLY)}
     fields = {"graphs": graphs_sha256, "labels": list(item.labels), "model": dict(item.model_cfg)}
     fields["train"] = train
     return hashlib.sha256(json.dumps(jsonable(fields), sort_keys=True).encode()).hexdigest()
 
 
-def seed_facts(item: ReaderItem, seed: int, graphs_sha256: str) -> dict[str, Any]:
+def seed_facts(item: ReaderItem, graphs_sha256: str) -> dict[str, Any]:
     """What the stage records with each seed's metrics: the graph table's variant and the
     settings fingerprint that --collect checks."""
     return {**_placement(item.graphs),
-            "settings_fingerprint": settings_fingerprint(graphs_sha256, item, seed)}  # fmt: skip
+            "settings_fingerprint": settings_fingerprint(graphs_sha256, item)}  # fmt: skip
 
 
 def _dataset(item: ReaderItem, data: ReaderData) -> str:
@@ -142,7 +141,7 @@ def train_seed(model: str, task: str, seed: int, data: ReaderData, item: ReaderI
     """One seed under its MLflow run; metrics.json beside its checkpoints."""
     return train_tracked_seed(FAMILY, variant(model, task), seed, data, item,
                               dataset=_dataset(item, data), run_params=run_params(item, seed, data),
-                              facts=seed_facts(item, seed, graphs_sha256), track=track)  # fmt: skip
+                              facts=seed_facts(item, graphs_sha256), track=track)  # fmt: skip
 
 
 def train_stacked(model: str, task: str, seeds: list[int], data: ReaderData, item: ReaderItem,
@@ -151,7 +150,7 @@ def train_stacked(model: str, task: str, seeds: list[int], data: ReaderData, ite
     return train_tracked_seeds_stacked(
         FAMILY, variant(model, task), seeds, data, item, dataset=_dataset(item, data),
         run_params=lambda s: run_params(item, s, data),
-        facts=lambda s: seed_facts(item, s, graphs_sha256), track=track,
+        facts=lambda _: seed_facts(item, graphs_sha256), track=track,
     )  # fmt: skip
 
 
@@ -197,7 +196,7 @@ def _collected(item: ReaderItem, seed: int, graphs_sha256: str) -> Mapping[str, 
     if not path.is_file():
         raise CorefreproError(f"{where}: no {path}; train it: {retrain}")
     metrics = json.loads(path.read_text())
-    if metrics.get("settings_fingerprint") != settings_fingerprint(graphs_sha256, item, seed):
+    if metrics.get("settings_fingerprint") != settings_fingerprint(graphs_sha256, item):
         raise CorefreproError(
             f"{where}: {path} was trained under other settings or graphs than params.yaml "
             f"names now (settings fingerprint differs); retrain it: {retrain}"
