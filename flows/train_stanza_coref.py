@@ -32,15 +32,15 @@ from models.stanza_coref.train import (
     train_and_evaluate,
 )
 from tasks.core import storage
-from tasks.core.config import params, resolve_path
-from tasks.core.settings import parse_settings
+from tasks.core.config import resolve_path
+from tasks.core.settings import load_stage_settings
 from tasks.core.tracking import log_checkpoint, log_metrics, log_params, tracked_run
 
 log = logging.getLogger("corefrepro.train_stanza_coref")
 
 
 def settings() -> TrainStanzaCorefSettings:
-    return parse_settings(TrainStanzaCorefSettings, params(STAGE), STAGE)
+    return load_stage_settings(TrainStanzaCorefSettings, STAGE)
 
 
 def artifact_dir() -> Path:

@@ -65,7 +65,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from tasks.core.config import PARAMS_FILE, params
+from tasks.core import config
+from tasks.core.config import PARAMS_FILE
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import name_problem
 
@@ -151,8 +152,9 @@ def parse_settings(cls: type[T], data: Mapping[str, Any] | None, path: str) -> T
 
 
 def load_stage_settings(cls: type[T], section: str, params_file: str | Path = PARAMS_FILE) -> T:
-    """A stage's settings: params.yaml section `section` parsed into `cls` (strictly)."""
-    return parse_settings(cls, params(section, params_file), section)
+    """A stage's settings: params.yaml section `section` parsed into `cls` (strictly); the
+    file read per call (config.params: tests give their own)."""
+    return parse_settings(cls, config.params(section, params_file), section)
 
 
 def settings_to_dict(settings: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
-from tasks.core.settings import parse_settings
+from tasks.core.settings import load_stage_settings
 from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run, tracked_runs
 from tasks.training.family import Family
 from tasks.training.loop import HISTORY
@@ -24,9 +24,7 @@ from tasks.training.loop import HISTORY
 
 def load_settings(family: Family) -> Any:
     """params.yaml train_<name> parsed into family.settings: every key checked before any work."""
-    from tasks.core.config import params  # looked up per call: tests give their own
-
-    return parse_settings(family.settings, params(family.stage), family.stage)
+    return load_stage_settings(family.settings, family.stage)
 
 
 def artifact_dir(stage: str, item: str, seed: int) -> Path:
