@@ -34,7 +34,13 @@ from tasks.core.fetch import sha256_of
 from tasks.core.layout import docs_dir
 from tasks.core.progress import Progress
 from tasks.core.schema import KBEST
-from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
+from tasks.core.settings import (
+    ConfigError,
+    Name,
+    bounded,
+    load_stage_settings,
+    settings_to_dict,
+)
 from tasks.training.stage import artifact_dir
 
 log = logging.getLogger("corefrepro.kbest")
@@ -71,9 +77,7 @@ class KbestSettings:
 
 
 def settings() -> dict[str, Any]:
-    from tasks.core.config import params  # looked up per call: tests give their own
-
-    return settings_to_dict(parse_settings(KbestSettings, params("kbest"), "kbest"))
+    return settings_to_dict(load_stage_settings(KbestSettings, "kbest"))
 
 
 def checkpoint_path(cfg: Mapping[str, Any]) -> Path:

@@ -40,7 +40,7 @@ from models.coref.features import (
     build_extractor,
     features_dir,
     metrics_path,
-    settings,
+    recorded_extractor,
     weights_digest,
 )
 from tasks.core import storage
@@ -48,7 +48,7 @@ from tasks.core.checkpoints import pick_device
 from tasks.core.config import resolve_path
 from tasks.core.layout import docs_dir
 from tasks.core.progress import Progress
-from tasks.core.settings import settings_to_dict
+from tasks.core.settings import load_stage_settings
 
 log = logging.getLogger("corefrepro.lm_features")
 
@@ -99,6 +99,11 @@ class ResumeParts:
         shutil.rmtree(self.folder.parent, ignore_errors=True)  # this and stale keys alike
 
 
+def settings() -> LMFeaturesSettings:
+    """params.yaml lm_features, checked whole (this stage, and train_coref's features)."""
+    return load_stage_settings(LMFeaturesSettings, STAGE)
+
+
 def resume_parts(meta: Mapping[str, Any], cfg: LMFeaturesSettings, device: torch.device,
                  documents: Path) -> ResumeParts:  # fmt: skip
     """The part files of this exact computation: the settings and weights (meta), the
@@ -115,12 +120,10 @@ def resume_parts(meta: Mapping[str, Any], cfg: LMFeaturesSettings, device: torch
 def features_meta(name: str, cfg: LMFeaturesSettings, extractor: WordFeatureExtractor,
                   corpus: str) -> dict[str, Any]:  # fmt: skip
     """What the features are (the file's metadata, the metrics' head)."""
-    enc = cfg.encoders[name]
-    return {"encoder": name, "source": enc.source, "layers": list(enc.layers),
-            "dim": extractor.spec.dim, "window": enc.window, "stride": enc.stride,
+    return {"encoder": name, **recorded_extractor(cfg, name),
+            "layers": list(cfg.encoders[name].layers), "dim": extractor.spec.dim,
             "bidirectional": extractor.encoder.bidirectional, "corpus": corpus,
-            "weights_sha256": weights_digest(extractor.encoder),
-            "tiny": settings_to_dict(cfg.tiny) if enc.source == "tiny" else None}  # fmt: skip
+            "weights_sha256": weights_digest(extractor.encoder)}  # fmt: skip
 
 
 def export_corpus(corpus: str) -> dict[str, Any]:

@@ -24,9 +24,9 @@ from models.entitynlm import rerank
 from models.entitynlm.apply import EntityNLMScorer, load_entitynlm
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable
-from tasks.core.config import params, resolve_path
+from tasks.core.config import resolve_path
 from tasks.core.layout import check_checkpoint_path
-from tasks.core.settings import bounded, parse_settings, settings_to_dict
+from tasks.core.settings import bounded, load_stage_settings, settings_to_dict
 from tasks.evaluation.significance import TRIALS
 from tasks.training.loop import torch_threads
 
@@ -50,7 +50,7 @@ class RerankSettings:
 
 
 def settings() -> RerankSettings:
-    return parse_settings(RerankSettings, params(STAGE), STAGE)
+    return load_stage_settings(RerankSettings, STAGE)
 
 
 def metrics_path(corpus: str) -> Path:

@@ -20,9 +20,8 @@ from pathlib import Path
 
 from flows.runtime import flow, run_cli, task, torchrun
 from models import registry
-from models.corelm.train import MODELS, TrainCoreLMSettings, prepare_data, run_params
-from tasks.core.config import resolve_path
-from tasks.core.errors import CorefreproError
+from models.corelm.train import MODELS, TrainCoreLMSettings, check_model, prepare_data, run_params
+from tasks.core.config import mirror_setting, resolve_path
 from tasks.core.tracking import log_metrics, tracked_run
 from tasks.training.stage import load_settings, record_history, write_summary
 
@@ -40,9 +39,8 @@ def train_model(model: str, cfg: TrainCoreLMSettings | None = None, *,
     into artifacts/train_corelm/<model>/ (or out_dir); the metrics the summary is made of.
     One seed per model (train.seed): the artifacts sit in the model's folder, not seed<k>/."""
     cfg = cfg or settings()  # every setting checked before any work
-    if model not in MODELS:
-        raise CorefreproError(f"train_corelm: unknown model {model!r}; known {list(MODELS)}")
-    data = prepare_data(cfg)
+    check_model(model)  # before the backbone is built
+    data = prepare_data(cfg, mirror=mirror_setting())
     out_dir = Path(out_dir or resolve_path(f"artifacts/{STAGE}") / model)
     seed = cfg.train.seed
     tracking = (

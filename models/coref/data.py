@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,19 +214,20 @@ GLOVE_NAMES: dict[str, Archive] = {
 
 
 def resolve_vectors(
-    spec: str | None, download: dict[str, Any] | None = None
+    spec: str | None, download: Mapping[str, Any] | None = None, mirror: str | None = None
 ) -> tuple[Path | None, str]:
     """train_coref.model.glove_path -> (vector file or None, how it was resolved).
 
     A path must exist (a typo is an error, not a silent fallback). A name of GLOVE_NAMES is
-    fetched through tasks/core/fetch.py (download.mirror / COREFREPRO_MIRROR, then the network when
-    download.network is on) into <download.cache_dir>/glove/; where neither has it, training
+    fetched through tasks/core/fetch.py (`mirror`, then the network when download's `network`
+    is on, the default) into <download's cache_dir>/glove/; where neither has it, training
     falls back to random initialisation -- the issue's "GloVe when downloadable or mirrored" --
-    and the returned note says why, for MLflow.
+    and the returned note says why, for MLflow. The stage passes params.yaml download and
+    the mirror setting (flows/train_coref.py); this library reads no settings.
     """
     if spec is None:
         return None, "random (glove_path: null)"
-    from tasks.core.config import mirror_setting, params, resolve_path
+    from tasks.core.config import resolve_path
     from tasks.core.fetch import fetch_source, sha256_of
 
     if str(spec) not in GLOVE_NAMES:
@@ -237,7 +238,7 @@ def resolve_vectors(
                 f"file, one of {sorted(GLOVE_NAMES)} to download, or null for random vectors)"
             )
         return path, f"file {path}"
-    download = dict(params("download") or {}) if download is None else download
+    download = dict(download or {})
     cache = resolve_path(download.get("cache_dir", "data/cache"))
     source = Source(f"{spec}.txt", None, archive=GLOVE_NAMES[str(spec)])
     try:
@@ -245,7 +246,7 @@ def resolve_vectors(
             source,
             "glove",
             cache / "glove",
-            mirror=mirror_setting(),
+            mirror=mirror,
             mirror_dir="glove",
             network=bool(download.get("network", True)),
             cache_dir=cache,

@@ -71,6 +71,7 @@ from tasks.core.settings import (
     bounded,
     key_path,
     parse_settings,
+    settings_to_dict,
 )
 
 log = logging.getLogger("corefrepro.lm_features")
@@ -80,6 +81,10 @@ FEATURES_ROOT = "data/features"
 FEATURES_FILE = "features.safetensors"
 META_KEY = "lm_features"
 SETTING = "train_coref.model.lm_features"  # the model option (the error lines name it)
+# the checkpoint's record of how its features were computed (source, window, stride, tiny):
+# the annotator and kbest rebuild the same extractor from it, whatever params.yaml says now
+EXTRACTOR_KEY = "lm_extractor"
+RECORDED_KEYS = ("source", "window", "stride", "tiny")
 FLOAT16_MAX = 65504.0
 
 
@@ -137,10 +142,12 @@ class LMFeaturesSettings:
                               f"{key_path(path, 'encoders')} ({sorted(self.encoders)})")  # fmt: skip
 
 
-def settings() -> LMFeaturesSettings:
-    from tasks.core.config import params
-
-    return parse_settings(LMFeaturesSettings, params(STAGE), STAGE)
+def recorded_extractor(cfg: LMFeaturesSettings, name: str) -> dict[str, Any]:
+    """How encoder `name`'s features are computed, beyond its layers: what a checkpoint keeps
+    (EXTRACTOR_KEY) and the stage's files carry in their metadata."""
+    enc = encoder_settings(cfg, name)
+    tiny = settings_to_dict(cfg.tiny) if enc.source == "tiny" else None
+    return {"source": enc.source, "window": enc.window, "stride": enc.stride, "tiny": tiny}
 
 
 def encoder_settings(cfg: LMFeaturesSettings, name: str, setting: str = SETTING) -> EncoderSettings:
@@ -330,6 +337,7 @@ class WordFeatureExtractor:
         self.device = torch.device(device)
         self.encoder.model.to(self.device)
         self.spec = FeatureSpec(encoder.name, tuple(self.layers), encoder.dim)
+        self.recorded: dict[str, Any] = {}  # recorded_extractor (set by build_extractor)
         self.counts: Counter[str] = Counter()  # pieces, windows, long / pieceless words
 
     def check(self, where: str) -> None:
@@ -405,6 +413,7 @@ def build_extractor(name: str, cfg: LMFeaturesSettings, device: torch.device | s
     extractor = WordFeatureExtractor(load_encoder(name, cfg), enc.layers, enc.window, enc.stride,
                                      batch_windows=cfg.batch_windows, device=device)  # fmt: skip
     extractor.check(f"lm_features.encoders.{name}")
+    extractor.recorded = recorded_extractor(cfg, name)
     return extractor
 
 
@@ -415,6 +424,7 @@ class WordFeatures(Protocol):
     """Per-word LM features of a document or training crop: [words, layers, dim] float16."""
 
     spec: FeatureSpec
+    recorded: Mapping[str, Any]  # recorded_extractor: how they were computed
 
     def document(self, doc: CorefDocument) -> Tensor: ...
 
@@ -463,6 +473,7 @@ class CachedFeatures:
                 self.handles[doc_id] = handle
         self.meta = _one_meta(metas, encoder)
         self.spec = FeatureSpec(encoder, tuple(self.meta["layers"]), int(self.meta["dim"]))
+        self.recorded = {k: self.meta.get(k) for k in RECORDED_KEYS}
 
     def verify(self, docs: Iterable[CorefDocument]) -> None:
         """Every document has features of its length (a stale file is one line)."""
@@ -500,7 +511,7 @@ class LiveFeatures:
 
     def __init__(self, extractor: WordFeatureExtractor,
                  documents: Iterable[CorefDocument] = ()) -> None:  # fmt: skip
-        self.extractor, self.spec = extractor, extractor.spec
+        self.extractor, self.spec, self.recorded = extractor, extractor.spec, extractor.recorded
         self.whole = {d.doc_id: d for d in documents}
 
     def document(self, doc: CorefDocument) -> Tensor:
@@ -513,9 +524,17 @@ class LiveFeatures:
         return self.extractor(whole.tokens)[lo:hi]
 
 
-def check_spec(config: Mapping[str, Any], spec: FeatureSpec, where: str) -> None:
-    """Refuse features other than those the checkpoint at `where` was trained on."""
+def check_spec(config: Mapping[str, Any], spec: FeatureSpec, where: str,
+               recorded: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+    """Refuse features other than those the checkpoint at `where` was trained on (encoder,
+    layers, dim; and, where both are known, source, window and stride)."""
     trained = FeatureSpec(config["lm_features"], tuple(config["lm_layers"]), int(config["lm_dim"]))
+    kept = config.get(EXTRACTOR_KEY)
+    if recorded is not None and kept is not None and dict(recorded) != dict(kept):
+        raise CheckpointMismatchError(
+            f"{where}: trained on LM features computed as {dict(kept)}, given features computed "
+            f"as {dict(recorded)}: rerun the lm_features stages with those settings, or retrain"
+        )
     if trained != spec:
         raise CheckpointMismatchError(
             f"{where}: trained on LM features of {trained.describe()}, given features of "
@@ -525,9 +544,10 @@ def check_spec(config: Mapping[str, Any], spec: FeatureSpec, where: str) -> None
 
 
 def training_features(encoder: str, corpora: Sequence[str], documents: Sequence[CorefDocument],
-                      *, cache: bool, device: torch.device | str) -> WordFeatures:  # fmt: skip
-    """The features a training run reads: the stage's files (cache) or the LM live."""
-    cfg = settings()
+                      *, cache: bool, device: torch.device | str,
+                      cfg: LMFeaturesSettings) -> WordFeatures:  # fmt: skip
+    """The features a training run reads: the stage's files (cache) or the LM live; `cfg` is
+    params.yaml lm_features, as the stage read it."""
     wanted = encoder_settings(cfg, encoder)
     if not cache:
         return LiveFeatures(build_extractor(encoder, cfg, device), documents)
@@ -536,6 +556,10 @@ def training_features(encoder: str, corpora: Sequence[str], documents: Sequence[
         raise CorefreproError(f"cached features of {encoder} have layers {list(cached.spec.layers)},"
                               f" lm_features.encoders.{encoder}.layers {wanted.layers}: rerun the "
                               "lm_features stages")  # fmt: skip
+    if cached.recorded != recorded_extractor(cfg, encoder):
+        raise CorefreproError(f"cached features of {encoder} were computed as {cached.recorded}, "
+                              f"lm_features.encoders.{encoder} says "
+                              f"{recorded_extractor(cfg, encoder)}: rerun the lm_features stages")  # fmt: skip
     cached.verify(documents)
     return cached
 
@@ -550,7 +574,7 @@ def checkpoint_features(
 ) -> WordFeatures | None:
     """The features a trained checkpoint needs to predict (None for a model without): the
     lm_features stage's file of `corpus` where it exists (checked against `documents`), else
-    the LM run live."""
+    the LM run live as the checkpoint records it (EXTRACTOR_KEY; no params.yaml read)."""
     encoder = config.get("lm_features")
     if encoder is None:
         return None
@@ -559,9 +583,23 @@ def checkpoint_features(
         source = CachedFeatures(encoder, [corpus])
         source.verify(documents)
     else:
-        source = LiveFeatures(build_extractor(encoder, settings(), device))
-    check_spec(config, source.spec, where)
+        source = LiveFeatures(build_extractor(encoder, checkpoint_extractor(config, where),
+                                              device, f"{where} {EXTRACTOR_KEY}"))  # fmt: skip
+    check_spec(config, source.spec, where, source.recorded)
     return source
+
+
+def checkpoint_extractor(config: Mapping[str, Any], where: str) -> LMFeaturesSettings:
+    """The lm_features settings that rebuild the extractor a checkpoint was trained with."""
+    kept = config.get(EXTRACTOR_KEY)
+    if kept is None:
+        raise CheckpointMismatchError(f"{where}: trained on LM features before checkpoints "
+                                      f"recorded how ({EXTRACTOR_KEY}): retrain it")  # fmt: skip
+    encoder = config["lm_features"]
+    given = {"source": kept["source"], "layers": list(config["lm_layers"]),
+             "window": kept["window"], "stride": kept["stride"]}  # fmt: skip
+    section = {"encoder": encoder, "encoders": {encoder: given}, "tiny": kept["tiny"] or {}}
+    return parse_settings(LMFeaturesSettings, section, f"{where} {EXTRACTOR_KEY}")
 
 
 __all__ = [
@@ -575,8 +613,9 @@ __all__ = [
     "assign_windows",
     "build_extractor",
     "check_spec",
+    "checkpoint_extractor",
     "checkpoint_features",
-    "settings",
+    "recorded_extractor",
     "tiny_encoder",
     "training_features",
     "window_starts",

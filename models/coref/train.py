@@ -54,15 +54,14 @@ from models.coref.data import (
     resolve_vectors,
     tensorize,
 )
+from models.coref.features import EXTRACTOR_KEY, FeatureSpec, WordFeatures
 from models.coref.features import SETTING as FEATURES_SETTING
-from models.coref.features import FeatureSpec, WordFeatures, training_features
 from models.coref.model import CorefConfig, CorefModel
 from models.coref.stacked import SeedStreams, StackedCoref
 from tasks.core import checkpoints as _ckpt
 from tasks.core.checkpoints import (
     CheckpointMismatchError,
     jsonable,
-    pick_device,
     seed_everything,
 )
 from tasks.core.errors import CorefreproError
@@ -178,14 +177,18 @@ def model_config(
 
 
 def checkpoint_config(
-    mcfg: Mapping[str, Any], vocab: CorefVocab, spec: FeatureSpec | None = None
+    mcfg: Mapping[str, Any], vocab: CorefVocab, features: WordFeatures | None = None
 ) -> dict[str, Any]:
     """What a checkpoint is checked against: the model settings, vocabulary sizes and (only
-    with lm_features, so a model without keeps its bytes) the features' encoder/layers/dim."""
+    with lm_features, so a model without keeps its bytes) the features' encoder/layers/dim
+    and how they were computed (EXTRACTOR_KEY: what the annotator rebuilds them from)."""
+    spec = features.spec if features is not None else None
     cfg = {
         k: v for k, v in model_config(mcfg, vocab, spec).to_dict().items() if k not in RUNTIME_KEYS
     }
     cfg.update({k: mcfg[k] for k in EMBEDDING_DEFAULTS if k not in SOURCE_KEYS})
+    if features is not None and mcfg.get("lm_features") is not None:
+        cfg[EXTRACTOR_KEY] = dict(features.recorded)
     return cfg
 
 
@@ -202,7 +205,8 @@ def restore(ckpt: Mapping[str, Any], **runtime: Any) -> tuple[CorefModel, CorefV
     unknown = sorted(set(runtime) - set(RUNTIME_KEYS))
     if unknown:
         raise CorefreproError(f"not runtime settings: {unknown} (only {RUNTIME_KEYS})")
-    arch = {k: v for k, v in ckpt["config"].items() if k not in EMBEDDING_DEFAULTS}
+    arch = {k: v for k, v in ckpt["config"].items()
+            if k not in EMBEDDING_DEFAULTS and k != EXTRACTOR_KEY}  # fmt: skip
     model = CorefModel(CorefConfig.from_dict({**arch, **runtime}))
     model.load_state_dict(ckpt["state_dict"])
     return model.eval(), CorefVocab.from_dict(ckpt["vocab"])
@@ -257,9 +261,12 @@ def prepare_vocab(
     mcfg: Mapping[str, Any],
     train_docs: Sequence[CorefDocument],
     other_docs: Sequence[CorefDocument] = (),
+    vectors: tuple[Path | None, str] | None = None,
 ) -> tuple[CorefVocab, Any, dict[str, Any]]:
-    """(vocabulary, pretrained vectors or None, embeddings info for MLflow)."""
-    glove, source = resolve_vectors(mcfg["glove_path"])
+    """(vocabulary, pretrained vectors or None, embeddings info for MLflow); `vectors`: the
+    stage's resolve_vectors of glove_path (with download settings and mirror), else resolved
+    here with the library's defaults."""
+    glove, source = vectors if vectors is not None else resolve_vectors(mcfg["glove_path"])
     if glove is None and mcfg["glove_path"] is not None:
         log.warning("pretrained vectors: %s", source)
     extra: set[str] = set()
@@ -345,7 +352,7 @@ class CorefRecipe(Recipe):
         return (dev["conll_f1"],), dev["conll_f1"]
 
     def checkpoint_config(self) -> dict[str, Any]:
-        return checkpoint_config(self.mcfg, self.vocab, self.spec)
+        return checkpoint_config(self.mcfg, self.vocab, self.features)
 
     def checkpoint_info(self) -> dict[str, Any]:
         return {"vocab": self.vocab.to_dict(), **self.info}
@@ -448,14 +455,15 @@ def train_and_evaluate(
     *,
     log_metrics: Callable[[Mapping[str, float], int | None], None] | None = None,
     features: WordFeatures | None = None,
+    vectors: tuple[Path | None, str] | None = None,
 ) -> dict[str, Any]:
     """Train on train_docs, select on dev CoNLL F1, score dev and test with the best model.
 
     Writes <out_dir>/{best.pt,last.pt,history.json}. log_metrics(metrics, step) receives one
     point of the learning curve per epoch (step = epoch) and the final scores (step None);
     the stage passes MLflow's. `features`: the LM features of the documents, required with
-    model setting lm_features (models/coref/features.py). Returns the metrics (dev, test,
-    curve, embeddings, timings).
+    model setting lm_features (models/coref/features.py); `vectors`: glove_path resolved
+    (prepare_vocab). Returns the metrics (dev, test, curve, embeddings, timings).
     """
     tcfg = resolve_train_cfg(train_cfg)
     mcfg = resolve_model_cfg(model_cfg)
@@ -463,7 +471,8 @@ def train_and_evaluate(
     splits = _splits(train_docs, dev_docs, test_docs)
     with torch_threads(tcfg.threads):
         seed_everything(tcfg.seed)
-        vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
+        vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs],
+                                                      vectors)  # fmt: skip
         embeddings.update(features_info(mcfg, features))
         recipe = CorefRecipe(splits, mcfg, tcfg, vocab, pretrained, features)
         recipe.info = {"embeddings": embeddings}
@@ -482,6 +491,7 @@ def train_and_evaluate_stacked(
     *,
     log_metrics: Sequence[Callable[[Mapping[str, float], int | None], None] | None] | None = None,
     features: WordFeatures | None = None,
+    vectors: tuple[Path | None, str] | None = None,
 ) -> list[dict[str, Any]]:
     """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
     computation (StackedCorefRecipe): each seed's out_dir, curve and metrics as if alone."""
@@ -490,7 +500,8 @@ def train_and_evaluate_stacked(
     started = time.perf_counter()
     splits = _splits(train_docs, dev_docs, test_docs)
     with torch_threads(tcfgs[0].threads):
-        vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs])
+        vocab, pretrained, embeddings = prepare_vocab(mcfg, train_docs, [*dev_docs, *test_docs],
+                                                      vectors)  # fmt: skip
         embeddings.update(features_info(mcfg, features))
         recipe = StackedCorefRecipe(splits, mcfg, tcfgs, vocab, pretrained, features)
         for r in recipe.recipes:
@@ -615,29 +626,26 @@ def run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict
 RECORDED = ("embeddings", "embeddings_source", "device", "lm_features")  # MLflow params of a seed
 
 
-def stage_features(
-    cfg: TrainCorefSettings, model_cfg: Mapping[str, Any], splits: Mapping[str, Sequence]
-) -> WordFeatures | None:
-    """The LM features of train_coref.corpora when model setting lm_features names an encoder:
-    the lm_features stage's files (lm_cache: true) or the LM run live on the training device."""
-    mcfg = resolve_model_cfg(model_cfg)
-    if mcfg["lm_features"] is None:
-        return None
-    device = pick_device(cfg.train.device)
-    documents = [d for docs in splits.values() for d in docs]
-    return training_features(mcfg["lm_features"], cfg.corpora, documents,
-                             cache=bool(mcfg["lm_cache"]), device=device)  # fmt: skip
+@dataclass(frozen=True)
+class CorefData:
+    """What every seed of one encoder reads, prepared once by the stage (flows/train_coref.py):
+    the splits, glove_path resolved (data.resolve_vectors, with the download settings and the
+    mirror) and the LM features of the documents (None without lm_features)."""
+
+    splits: Mapping[str, Sequence[CorefDocument]]
+    vectors: tuple[Path | None, str] = (None, "random (glove_path: null)")
+    features: WordFeatures | None = None
 
 
-def train_seed(item: str, seed: int, data: Mapping[str, Sequence[CorefDocument]],
-               settings: TrainCorefSettings, out_dir: str | Path, *,
-               log_metrics=None) -> dict[str, Any]:  # fmt: skip
-    """One seed of encoder `item` (tasks/training/family.py SeedTrainer); data = the splits."""
-    model_cfg = encoder_model_cfg(settings, item)
-    features = stage_features(settings, model_cfg, data)
-    return train_and_evaluate(data["train"], data["dev"], data["test"], model_cfg,
+def train_seed(item: str, seed: int, data: CorefData, settings: TrainCorefSettings,
+               out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
+    """One seed of encoder `item` (tasks/training/family.py SeedTrainer)."""
+    splits = data.splits
+    return train_and_evaluate(splits["train"], splits["dev"], splits["test"],
+                              encoder_model_cfg(settings, item),
                               dataclasses.replace(settings.train, seed=int(seed)), out_dir,
-                              log_metrics=log_metrics, features=features)  # fmt: skip
+                              log_metrics=log_metrics, features=data.features,
+                              vectors=data.vectors)  # fmt: skip
 
 
 def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
@@ -645,17 +653,16 @@ def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
     return len(seeds) > 1 and cfg.train.seeds_stacked
 
 
-def train_seeds_stacked(encoder: str, seeds: Sequence[int],
-                        splits: Mapping[str, Sequence[CorefDocument]], cfg: TrainCorefSettings,
-                        out_dirs: Sequence[str | Path], *, log_metrics=None) -> list[dict]:  # fmt: skip
+def train_seeds_stacked(encoder: str, seeds: Sequence[int], data: CorefData,
+                        cfg: TrainCorefSettings, out_dirs: Sequence[str | Path], *,
+                        log_metrics=None) -> list[dict]:  # fmt: skip
     """train_seed for every seed at once (train_and_evaluate_stacked): out_dirs[i] and
     log_metrics[i] (one sink per seed, or None) are seed i's."""
-    model_cfg = encoder_model_cfg(cfg, encoder)
+    splits = data.splits
     return train_and_evaluate_stacked(
-        splits["train"], splits["dev"], splits["test"], model_cfg,
+        splits["train"], splits["dev"], splits["test"], encoder_model_cfg(cfg, encoder),
         [dataclasses.replace(cfg.train, seed=int(s)) for s in seeds], list(out_dirs),
-        log_metrics=log_metrics,
-        features=stage_features(cfg, model_cfg, splits),
+        log_metrics=log_metrics, features=data.features, vectors=data.vectors,
     )  # fmt: skip
 
 
@@ -704,6 +711,7 @@ __all__ = [
     "HISTORY",
     "LAST",
     "CheckpointMismatchError",
+    "CorefData",
     "checkpoint_config",
     "encoder_model_cfg",
     "evaluate",

@@ -35,7 +35,7 @@ from models.pretrained import (
     smollm2_folder,
     train_bpe_tokenizer,
 )
-from tasks.core.config import mirror_setting, resolve_path
+from tasks.core.config import resolve_path
 from tasks.core.settings import bounded
 from tasks.core.storage import verified_cache
 
@@ -97,16 +97,18 @@ def load_backbone(
     tiny: TinySettings | None = None,
     cache_dir: str | Path = "data/cache/pretrained",
     seed: int = 1,
+    mirror: str | Path | None = None,
 ) -> Backbone:
-    """The backbone named by *spec* (module docstring); *texts* train the tiny tokenizer."""
+    """The backbone named by *spec* (module docstring); *texts* train the tiny tokenizer;
+    *mirror* (the stage's download.mirror) holds GPT-2's BPE files for a gpt2 backbone."""
     if spec == "tiny":
         return tiny_backbone(list(texts), tiny or TinySettings(), seed=seed)
     if spec == "smollm2":
         return smollm2_backbone(resolve_path(cache_dir))
     if spec == "gpt2":
-        return pretrained_backbone("gpt2", name="gpt2")
+        return pretrained_backbone("gpt2", name="gpt2", mirror=mirror)
     if Path(spec).is_dir() or (resolve_path(spec)).is_dir():
-        return pretrained_backbone(str(resolve_path(spec)), name=spec)
+        return pretrained_backbone(str(resolve_path(spec)), name=spec, mirror=mirror)
     raise BackboneError(
         f"train_corelm.backbone: {spec!r} is neither tiny, gpt2, smollm2 nor a local directory"
     )
@@ -115,15 +117,15 @@ def load_backbone(
 # --------------------------------------------------------------------------- tokenizers
 
 
-def gpt2_tokenizer(folder: str | Path | None = None) -> Any:
+def gpt2_tokenizer(folder: str | Path | None = None, *, mirror: str | Path | None = None) -> Any:
     """GPT-2's tokenizer, offline: from *folder* if it has tokenizer files, else from the
-    mirror's gpt2_bpe (encoder.json + vocab.bpe copied as vocab.json + merges.txt)."""
+    gpt2_bpe files of *mirror* (None: DEFAULT_MIRROR; encoder.json + vocab.bpe copied as
+    vocab.json + merges.txt). The caller reads the mirror setting, not this library."""
     from transformers import GPT2TokenizerFast
 
     if folder is not None and (Path(folder) / "vocab.json").is_file():
         return _loaded(folder, "tokenizer", lambda: GPT2TokenizerFast.from_pretrained(str(folder)))
-    mirror = mirror_setting() or str(DEFAULT_MIRROR)
-    bpe = resolve_path(mirror) / GPT2_BPE
+    bpe = resolve_path(str(mirror or DEFAULT_MIRROR)) / GPT2_BPE
     if bpe is None or not (bpe / "encoder.json").is_file():
         raise BackboneError(
             f"GPT-2 tokenizer: no tokenizer files in {folder} and no {GPT2_BPE}/encoder.json in "
@@ -166,7 +168,7 @@ def tiny_backbone(texts: list[str], cfg: TinySettings, *, seed: int = 1) -> Back
     return Backbone("tiny", model.eval(), tokenizer)
 
 
-def pretrained_backbone(source: str, *, name: str) -> Backbone:
+def pretrained_backbone(source: str, *, name: str, mirror: str | Path | None = None) -> Backbone:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = Path(source)
@@ -185,7 +187,7 @@ def pretrained_backbone(source: str, *, name: str) -> Backbone:
                 "directory with the weights (train_corelm.backbone) or allow the hub download"
             ) from exc
     if name == "gpt2" or getattr(model.config, "model_type", "") == "gpt2":
-        tokenizer = gpt2_tokenizer(folder if folder.is_dir() else None)
+        tokenizer = gpt2_tokenizer(folder if folder.is_dir() else None, mirror=mirror)
     else:
         tokenizer = _loaded(source, "tokenizer", lambda: AutoTokenizer.from_pretrained(
             source, trust_remote_code=False))  # fmt: skip

@@ -278,10 +278,10 @@ def train_texts(names: list[str]) -> list[str]:
     return texts
 
 
-def build_backbone(cfg: TrainCoreLMSettings) -> Backbone:
+def build_backbone(cfg: TrainCoreLMSettings, mirror: str | None = None) -> Backbone:
     texts = train_texts(cfg.data) if cfg.backbone == "tiny" else ()
     return load_backbone(cfg.backbone, texts=texts, tiny=cfg.tiny, cache_dir=cfg.cache_dir,
-                         seed=cfg.train.seed)  # fmt: skip
+                         seed=cfg.train.seed, mirror=mirror)  # fmt: skip
 
 
 def build_model(
@@ -490,11 +490,13 @@ def save_standalone(model_name: str, model: CoreLM, backbone: Backbone, out_dir:
     save_artifact(out_dir, backbone, model, config)
 
 
-def prepare_data(cfg: TrainCoreLMSettings) -> tuple[Backbone, CoreLMData]:
-    """The backbone (the tiny one's tokenizer trained on the training texts) and the CoreLM
-    view windows of train_corelm.data, sizes checked against the backbone."""
+def prepare_data(cfg: TrainCoreLMSettings, *, mirror: str | None = None
+                 ) -> tuple[Backbone, CoreLMData]:  # fmt: skip
+    """The backbone (the tiny one's tokenizer trained on the training texts; a gpt2 one's
+    from the BPE files of `mirror`, the stage's download.mirror) and the CoreLM view windows
+    of train_corelm.data, sizes checked against the backbone."""
     with torch_threads(cfg.train.threads):
-        backbone = build_backbone(cfg)
+        backbone = build_backbone(cfg, mirror)
         check_sizes(cfg, backbone)
         return backbone, load_data(cfg.data, backbone.tokenizer)
 
@@ -505,6 +507,12 @@ def run_params(cfg: TrainCoreLMSettings) -> dict[str, Any]:
             "train": settings_to_dict(cfg.train)}  # fmt: skip
 
 
+def check_model(item: str) -> None:
+    """Refuse a model name outside MODELS (the stage checks before building the backbone)."""
+    if item not in MODELS:
+        raise CorefreproError(f"train_corelm: unknown model {item!r}; known {list(MODELS)}")
+
+
 def train_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
                settings: TrainCoreLMSettings, out_dir: str | Path, *,
                log_metrics: Callable[..., None] | None = None) -> dict[str, Any]:  # fmt: skip
@@ -513,8 +521,7 @@ def train_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
     evaluate every available benchmark; its metrics."""
     from models.corelm import evaluate as ev
 
-    if item not in MODELS:
-        raise CorefreproError(f"train_corelm: unknown model {item!r}; known {list(MODELS)}")
+    check_model(item)
     cfg = dataclasses.replace(settings, train=dataclasses.replace(settings.train, seed=int(seed)))
     backbone, corpus = data
     started = time.perf_counter()
@@ -554,6 +561,7 @@ __all__ = [
     "CoreLMRecipe",
     "MODELS",
     "TrainCoreLMSettings",
+    "check_model",
     "summarize",
     "train_model",
     "train_seed",

@@ -8,9 +8,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
+from tasks.core.settings import (
+    ConfigError,
+    Name,
+    bounded,
+    load_stage_settings,
+    settings_to_dict,
+)
 
 
 @dataclass
@@ -65,7 +70,7 @@ class AnnotateSettings:
 
 def settings() -> dict[str, Any]:
     """The annotate section, parsed strictly, as plain values."""
-    return settings_to_dict(parse_settings(AnnotateSettings, params("annotate"), "annotate"))
+    return settings_to_dict(load_stage_settings(AnnotateSettings, "annotate"))
 
 
 # Dask's own variable for the scheduler to join; annotate.dask_address, when set, wins over it

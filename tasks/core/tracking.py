@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from tasks.core import numerics
-from tasks.core.config import REPO_ROOT, params
-from tasks.core.settings import bounded, parse_settings
+from tasks.core.config import REPO_ROOT
+from tasks.core.settings import bounded, load_stage_settings
 from tasks.core.storage import secondary_process
 
 log = logging.getLogger("corefrepro.tracking")
@@ -70,7 +70,7 @@ class TrackingSettings:
 
 
 def settings() -> TrackingSettings:
-    return parse_settings(TrackingSettings, params("tracking"), "tracking")
+    return load_stage_settings(TrackingSettings, "tracking")
 
 
 def store_root() -> Path:

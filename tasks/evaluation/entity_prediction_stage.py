@@ -25,11 +25,11 @@ from typing import Any, Literal
 import torch
 
 from tasks.core import storage
-from tasks.core.config import params, resolve_path
+from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_checkpoint_path, docs_dir, raw_dir
 from tasks.core.schema import DOCUMENTS, ENTITY_PREDICTIONS, MENTIONS, SPLITS
-from tasks.core.settings import ConfigError, bounded, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, bounded, load_stage_settings, settings_to_dict
 from tasks.evaluation import entity_prediction as ep
 
 log = logging.getLogger("corefrepro.entity_prediction")
@@ -66,7 +66,7 @@ class EntityPredictionSettings(ep.ProtocolSettings):
 
 
 def settings() -> EntityPredictionSettings:
-    return parse_settings(EntityPredictionSettings, params(STAGE), STAGE)
+    return load_stage_settings(EntityPredictionSettings, STAGE)
 
 
 def protocol(cfg: EntityPredictionSettings, corpus: str) -> ep.ProtocolSettings:

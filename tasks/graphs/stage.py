@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from tasks.annotation.runs import run_settings
 from tasks.core import storage
-from tasks.core.config import params, resolve_path
+from tasks.core.config import resolve_path
 from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
 from tasks.core.schema import (
     CORELM_VIEW,
@@ -27,7 +27,7 @@ from tasks.core.schema import (
     MENTIONS,
     QUERY_MENTIONS,
 )
-from tasks.core.settings import bounded, parse_settings, settings_to_dict
+from tasks.core.settings import bounded, load_stage_settings, settings_to_dict
 from tasks.graphs.dags import build_graphs
 from tasks.graphs.views import L_MAX, build_corelm_view, build_entitynlm_view
 
@@ -74,7 +74,7 @@ class EntityNLMViewSettings:
 def entitynlm_view_settings() -> EntityNLMViewSettings:
     """params.yaml view_entitynlm, parsed strictly (the view stage and entity prediction,
     whose slots follow the view's nesting rule)."""
-    return parse_settings(EntityNLMViewSettings, params("view_entitynlm"), "view_entitynlm")
+    return load_stage_settings(EntityNLMViewSettings, "view_entitynlm")
 
 
 @dataclass
@@ -97,7 +97,7 @@ def table_path(run: str, stage: str) -> Path:
 def _settings(stage: str) -> dict[str, Any]:
     """The stage's params.yaml section, parsed strictly."""
     cls = {"graphs": GraphSettings, "view_corelm": CoreLMViewSettings}[stage]
-    return settings_to_dict(parse_settings(cls, params(stage), stage))
+    return settings_to_dict(load_stage_settings(cls, stage))
 
 
 def _inputs(run: str, *, items: bool) -> dict[str, Any]:

@@ -21,7 +21,7 @@ CASES = {
     "view_entitynlm": ("tasks.graphs.stage:entitynlm_view_settings()", "long_mentions"),
     "view_corelm": ("tasks.graphs.stage:_settings('view_corelm')", "id_scope"),
     "kbest": ("flows.kbest:settings()", "encoder"),
-    "lm_features": ("models.coref.features:settings()", "batch_windows"),
+    "lm_features": ("flows.lm_features:settings()", "batch_windows"),
     "train_mage.train": ("flows.train_mage:settings()", "epochs"),
     "train_coref.train": ("flows.train_coref:settings()", "max_sentences"),
     "train_coref.model": ("flows.train_coref:settings()", "lstm_size"),

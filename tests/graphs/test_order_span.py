@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tasks.core import storage
+from tasks.core import config, storage
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS
 from tasks.core.settings import ConfigError, parse_settings
 from tasks.graphs import stage
@@ -147,7 +147,7 @@ def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatc
     monkeypatch.setattr(stage, "mentions_dir", lambda run: root / "m")
     monkeypatch.setattr(stage, "graphs_dir", lambda run: root / "graphs" / run)
     monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
-    monkeypatch.setattr(stage, "params", lambda section: {"seed": 13})
+    monkeypatch.setattr(config, "params", lambda section, path=None: {"seed": 13})
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     from flows import graphs as graphs_flow
 

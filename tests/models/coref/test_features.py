@@ -252,9 +252,12 @@ def splits(root):
     return load_splits(["handmade"], docs_root=root / "data" / "docs")
 
 
+def lm_settings(params) -> lmf.LMFeaturesSettings:
+    return parse_settings(lmf.LMFeaturesSettings, params["lm_features"], "lm_features")
+
+
 def extractor_of(params) -> WordFeatureExtractor:
-    cfg = parse_settings(lmf.LMFeaturesSettings, params["lm_features"], "lm_features")
-    return lmf.build_extractor("tiny", cfg)
+    return lmf.build_extractor("tiny", lm_settings(params))
 
 
 def test_stage_cache_reads_back_what_was_computed_and_reruns_byte_identical(checkout, splits, root):
@@ -278,7 +281,8 @@ def test_a_crop_reads_the_slice_of_its_documents_features(checkout, splits, root
     flow.lm_features("handmade")
     docs = [d for split in splits.values() for d in split]
     live = LiveFeatures(extractor_of(checkout), docs)
-    cached = training_features("tiny", ["handmade"], docs, cache=True, device="cpu")
+    cached = training_features("tiny", ["handmade"], docs, cache=True, device="cpu",
+                               cfg=lm_settings(checkout))  # fmt: skip
     vocab_doc = max(docs, key=lambda d: d.num_sentences)
     crop = crop_document(vocab_doc, 2, random.Random(5))
     assert crop.token_offset > 0 and crop.num_sentences == 2
@@ -295,11 +299,17 @@ def test_a_crop_reads_the_slice_of_its_documents_features(checkout, splits, root
 def test_stale_or_missing_features_are_one_line(checkout, splits, root):
     shutil.rmtree(root / "data" / "features", ignore_errors=True)  # other tests wrote them
     with pytest.raises(CorefreproError, match=r"no features for train_coref.model.lm_features"):
-        training_features("tiny", ["handmade"], splits["train"], cache=True, device="cpu")
+        training_features("tiny", ["handmade"], splits["train"], cache=True, device="cpu",
+                          cfg=lm_settings(checkout))  # fmt: skip
     flow.lm_features("handmade")
-    checkout["lm_features"]["encoders"]["tiny"]["layers"] = [2]
+    checkout["lm_features"]["encoders"]["tiny"]["window"] = 32
+    with pytest.raises(CorefreproError, match=r"computed as .*'window': 24.* says .*'window': 32"):
+        training_features("tiny", ["handmade"], splits["train"], cache=True, device="cpu",
+                          cfg=lm_settings(checkout))  # fmt: skip
+    checkout["lm_features"]["encoders"]["tiny"].update(window=24, layers=[2])
     with pytest.raises(CorefreproError, match=r"layers \[1, 2\], lm_features.encoders.tiny"):
-        training_features("tiny", ["handmade"], splits["train"], cache=True, device="cpu")
+        training_features("tiny", ["handmade"], splits["train"], cache=True, device="cpu",
+                          cfg=lm_settings(checkout))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the model
@@ -329,7 +339,8 @@ def test_live_features_train_the_same_model_as_the_cache(checkout, splits, root,
     model_cfg = {**MODEL, "lm_features": "tiny"}
     states = []
     for cache in (True, False):
-        features = training_features("tiny", ["handmade"], docs, cache=cache, device="cpu")
+        features = training_features("tiny", ["handmade"], docs, cache=cache, device="cpu",
+                                     cfg=lm_settings(checkout))  # fmt: skip
         out = tmp_path / str(cache)
         train_and_evaluate(splits["train"], splits["dev"], splits["test"],
                            {**model_cfg, "lm_cache": cache}, FAST, out, features=features)  # fmt: skip
@@ -356,9 +367,21 @@ def test_other_features_are_refused_naming_the_setting(checkout, splits, root, t
                                         doc.speakers))  # fmt: skip
     assert annotator.features.spec == FeatureSpec("tiny", (1, 2), 16)
     assert set(result.counts) == {"model_clusters", "model_mentions"}
-    checkout["lm_features"]["encoders"]["tiny"]["layers"] = [2]
-    with pytest.raises(CheckpointMismatchError, match=r"train_coref.model.lm_features"):
-        load_annotator({"checkpoint": str(tmp_path / BEST)})
+    # ... from what the checkpoint records, whatever params.yaml lm_features says now
+    assert saved[lmf.EXTRACTOR_KEY] == {"source": "tiny", "window": 24, "stride": 12,
+                                        "tiny": LM_PARAMS["tiny"]}  # fmt: skip
+    checkout["lm_features"]["encoders"]["tiny"].update(layers=[2], window=40)
+    again = load_annotator({"checkpoint": str(tmp_path / BEST)})
+    assert again.annotate_doc(Doc(doc.doc_id, doc.tokens, doc.sentence_starts, doc.genre,
+                                  doc.speakers)).mentions == result.mentions  # fmt: skip
+    with pytest.raises(CheckpointMismatchError, match=r"computed as .*'window': 24.*'window': 40"):
+        check_spec(saved, FeatureSpec("tiny", (1, 2), 16), "best.pt",
+                   {**saved[lmf.EXTRACTOR_KEY], "window": 40})  # fmt: skip
+    ckpt = load_checkpoint(tmp_path / BEST)
+    del ckpt["config"][lmf.EXTRACTOR_KEY]
+    torch.save(ckpt, tmp_path / "old.pt")
+    with pytest.raises(CheckpointMismatchError, match=r"old.pt: .* before checkpoints recorded"):
+        load_annotator({"checkpoint": str(tmp_path / "old.pt")})
     with pytest.raises(CorefreproError, match=r"lm_features=.tiny.: the run was given no features"):
         train_and_evaluate(splits["train"], splits["dev"], [], {**MODEL, "lm_features": "tiny"},
                            FAST, tmp_path / "none")  # fmt: skip

@@ -325,19 +325,19 @@ def test_glove_embeddings_are_used_frozen_and_recorded(splits, tmp_path):
     assert model.words.weight[vocab.word_id("the")].tolist() == [1.0, 2.0, 3.0]  # not trained
 
 
-def test_glove_by_name_comes_from_the_mirror(monkeypatch, tmp_path):
+def test_glove_by_name_comes_from_the_mirror(tmp_path):
     mirror = tmp_path / "mirror"
     (mirror / "glove").mkdir(parents=True)
     (mirror / "glove" / "glove.6B.50d.txt").write_text("the 1 2\n", encoding="utf-8")
-    monkeypatch.setenv("COREFREPRO_MIRROR", str(mirror))
-    path, note = resolve_vectors("glove.6B.50d", {"network": False, "cache_dir": tmp_path / "c"})
+    path, note = resolve_vectors("glove.6B.50d", {"network": False, "cache_dir": tmp_path / "c"},
+                                 str(mirror))  # fmt: skip
     assert path == tmp_path / "c" / "glove" / "glove.6B.50d.txt"
     assert path.read_text() == "the 1 2\n" and note.startswith("glove.6B.50d sha256 ")
 
 
-def test_glove_by_name_falls_back_to_random_and_says_why(monkeypatch, tmp_path):
-    monkeypatch.setenv("COREFREPRO_MIRROR", str(tmp_path / "no-mirror"))
-    path, note = resolve_vectors("glove.840B.300d", {"network": False, "cache_dir": tmp_path})
+def test_glove_by_name_falls_back_to_random_and_says_why(tmp_path):
+    path, note = resolve_vectors("glove.840B.300d", {"network": False, "cache_dir": tmp_path},
+                                 str(tmp_path / "no-mirror"))  # fmt: skip
     assert path is None
     assert note.startswith("random (glove.840B.300d unavailable") and "network disabled" in note
 
@@ -360,6 +360,5 @@ def test_glove_by_name_is_extracted_from_the_downloaded_archive(monkeypatch, tmp
         zf.writestr("glove.6B.50d.txt", "bread 0.5 0.25\n")
     names = {"glove.6B.50d": Archive(archive.as_uri(), "glove.6B.50d.txt")}
     monkeypatch.setattr(coref_data, "GLOVE_NAMES", names)
-    monkeypatch.delenv("COREFREPRO_MIRROR", raising=False)
     path, note = resolve_vectors("glove.6B.50d", {"network": True, "cache_dir": tmp_path / "c"})
     assert path.read_text() == "bread 0.5 0.25\n" and "sha256" in note

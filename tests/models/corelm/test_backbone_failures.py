@@ -17,7 +17,6 @@ from models.corelm.backbone import BackboneError
 def tokenizer_cache(tmp_path, monkeypatch, mirror):
     """The GPT-2 tokenizer cache in a temporary folder, built from the mirror's BPE files."""
     monkeypatch.setattr(bb, "GPT2_TOKENIZER_CACHE", str(tmp_path / "cache" / "gpt2_tokenizer"))
-    monkeypatch.setenv("COREFREPRO_MIRROR", str(mirror))
     return tmp_path / "cache" / "gpt2_tokenizer"
 
 
@@ -25,25 +24,25 @@ TEXT = "The Entity-Gating layer reads what the coreference annotator marked, twi
 
 
 @pytest.mark.mirror
-def test_a_tokenizer_cache_cut_short_is_rebuilt(tokenizer_cache, caplog):
+def test_a_tokenizer_cache_cut_short_is_rebuilt(tokenizer_cache, mirror, caplog):
     """merges.txt cut short gave 3,483 tokens instead of 1,816 and word ppl 1.8e9, rc 0."""
-    expected = bb.gpt2_tokenizer()(TEXT)["input_ids"]
+    expected = bb.gpt2_tokenizer(mirror=mirror)(TEXT)["input_ids"]
     merges = tokenizer_cache / "merges.txt"
     merges.write_bytes(merges.read_bytes()[: merges.stat().st_size // 3])
     with caplog.at_level(logging.WARNING):
-        again = bb.gpt2_tokenizer()(TEXT)["input_ids"]
+        again = bb.gpt2_tokenizer(mirror=mirror)(TEXT)["input_ids"]
     assert again == expected
     assert "merges.txt differs from what was written" in caplog.text and "rebuilding" in caplog.text
 
 
 @pytest.mark.mirror
-def test_a_link_planted_in_the_cache_is_never_written_through(tokenizer_cache, tmp_path):
-    bb.gpt2_tokenizer()
+def test_a_link_planted_in_the_cache_is_never_written_through(tokenizer_cache, mirror, tmp_path):
+    bb.gpt2_tokenizer(mirror=mirror)
     outside = tmp_path / "outside.json"
     outside.write_text("keep me")
     (tokenizer_cache / "vocab.json").unlink()
     (tokenizer_cache / "vocab.json").symlink_to(outside)
-    assert len(bb.gpt2_tokenizer()) == 50257
+    assert len(bb.gpt2_tokenizer(mirror=mirror)) == 50257
     assert outside.read_text() == "keep me"
     assert not (tokenizer_cache / "vocab.json").is_symlink()
 

@@ -47,7 +47,7 @@ def test_gpt2_tokenizer_matches_tiktoken(mirror):
     ranks = data_gym_to_mergeable_bpe_ranks(str(bpe / "vocab.bpe"), str(bpe / "encoder.json"))
     enc = tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
                             special_tokens={ENDOFTEXT: 50256})  # fmt: skip
-    tok = gpt2_tokenizer()
+    tok = gpt2_tokenizer(mirror=mirror)
     text = (mirror / "wikitext2" / "wiki.valid.tokens").read_text()[:30000]
     text += " “Curly” quotes, ünïcödé, 12,345.6 and  double  spaces\n\n"
     assert len(tok) == 50257
