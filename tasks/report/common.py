@@ -88,8 +88,8 @@ def settings() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Section:
-    """One model family's part of the report (its report module's SECTION, the module named
-    by the family's Family.report in models/registry.py), as tasks/report/build.py
+    """One model family's part of the report (the SECTION of tasks/report/<family>.py, found
+    by the family's name: models/registry.py reports()), as tasks/report/build.py
     dispatches to it.
 
     kinds: the paper_results.yaml table kinds it renders (none: it renders only render_rest);
