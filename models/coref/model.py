@@ -390,6 +390,58 @@ class LinearSentenceLinking(nn.Module):
         return _run_lstm(self.layer2, self.dropout(out1), lengths, (h0, c0))[0]
 
 
+class _MemoryGradients:
+    """The (alpha_t, dL/dv_t) pairs of one AttentiveLSTM pass, gathered during backward so
+    that the memory's gradient, sum_t alpha_t^T dL/dv_t, is one batched product over the
+    steps instead of an [S, M, E] outer product and accumulation per step (the bulk of
+    ASL's backward on a CPU). The tap empties it: each backward gathers its own steps."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[Tensor, Tensor]] = []
+
+
+class _MemoryTap(torch.autograd.Function):
+    """The memory as the steps read it: backward returns the gathered memory gradient.
+    Autograd runs it after every step's _AttendSum.backward (each step reads its output)."""
+
+    @staticmethod
+    def forward(ctx, memory: Tensor, store: _MemoryGradients) -> Tensor:
+        ctx.store = store
+        return memory.view_as(memory)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor | None) -> tuple[Tensor | None, None]:
+        pairs, ctx.store.pairs = ctx.store.pairs, []
+        if not pairs:
+            return grad, None
+        alphas = torch.stack([a for a, _ in pairs], dim=1)  # [S, T, M]
+        grads = torch.stack([g for _, g in pairs], dim=1).to(alphas.dtype)  # [S, T, E]
+        total = torch.bmm(alphas.transpose(1, 2), grads)  # [S, M, E]
+        return (total if grad is None else grad + total), None
+
+
+class _AttendSum(torch.autograd.Function):
+    """v = sum_m alpha_m memory_m (L&G Eq. 3) over a _MemoryTap'd memory: backward gives
+    alpha its gradient and leaves the memory's to the tap."""
+
+    @staticmethod
+    def forward(ctx, alpha: Tensor, memory: Tensor, store: _MemoryGradients) -> Tensor:
+        alpha = alpha.to(memory.dtype)
+        ctx.save_for_backward(alpha, memory)
+        ctx.store = store
+        return torch.bmm(alpha.unsqueeze(1), memory).squeeze(1)
+
+    @staticmethod
+    def backward(ctx, grad_v: Tensor) -> tuple[Tensor | None, None, None]:
+        alpha, memory = ctx.saved_tensors
+        if ctx.needs_input_grad[1]:
+            ctx.store.pairs.append((alpha, grad_v))
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        grad_v = grad_v.to(memory.dtype).unsqueeze(1)
+        return torch.bmm(grad_v, memory.transpose(1, 2)).squeeze(1), None, None
+
+
 class AttentiveLSTM(nn.Module):
     """One direction of ASL (L&G §3.2.2): an LSTM whose input is gated with an attention
     summary of the previous sentence's word embeddings.
@@ -435,19 +487,24 @@ class AttentiveLSTM(nn.Module):
         # a sentence without memory attends uniformly over nothing: v = 0, and g = 1 below
         logits_mask = memory_mask | ~has_memory.unsqueeze(1)
         keep_v = has_memory.unsqueeze(1).to(x.dtype)
+        store = _MemoryGradients()
+        tapped = _MemoryTap.apply(memory, store)
         outputs, gates = [], []
+        # the steps' slices taken once (unbind): a slice per step, x[:, t], would make
+        # backward write a zero-filled copy of the whole input per step (O(L^2))
+        steps_x, steps_attend, steps_gate = x.unbind(1), attend_x.unbind(1), gate_x.unbind(1)
         for t in range(steps):
             hidden = torch.relu(
-                attend_x[:, t].unsqueeze(1) + self.attend_h(h).unsqueeze(1) + attend_memory
+                steps_attend[t].unsqueeze(1) + self.attend_h(h).unsqueeze(1) + attend_memory
             )
             logits = self.attend_out(hidden).squeeze(-1).masked_fill(~logits_mask, NEG_INF)
             alpha = torch.softmax(logits, dim=-1)  # Eq. 1-2
-            v = torch.bmm(alpha.unsqueeze(1).to(memory.dtype), memory).squeeze(1) * keep_v  # Eq. 3
+            v = _AttendSum.apply(alpha, tapped, store) * keep_v  # Eq. 3
             gate = torch.sigmoid(
-                self.gate_out(torch.relu(gate_x[:, t] + self.gate_h(h) + self.gate_v(v)))
+                self.gate_out(torch.relu(steps_gate[t] + self.gate_h(h) + self.gate_v(v)))
             )  # Eq. 4
             gate = torch.where(has_memory.unsqueeze(1), gate, torch.ones_like(gate))
-            mixed = gate * x[:, t] + (1 - gate) * v  # Eq. 5
+            mixed = gate * steps_x[t] + (1 - gate) * v  # Eq. 5
             h, c = self.cell(mixed, (h, c))  # Eq. 6
             outputs.append(h)
             gates.append(gate)

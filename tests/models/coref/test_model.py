@@ -237,6 +237,18 @@ def test_asl_attends_to_the_previous_sentence_through_a_gate_in_0_1(gate):
     assert torch.allclose(out[2, : lengths[2]], changed[2, : lengths[2]], atol=1e-6)
 
 
+@pytest.mark.parametrize("gate", ["scalar", "vector"])
+def test_asl_input_gradient_matches_finite_differences(gate):
+    """The memory's gradient is gathered over the steps (model.py _MemoryTap), not taken
+    through each step's product: checked against finite differences in float64, twice on
+    one graph (each backward gathers its own steps)."""
+    torch.manual_seed(0)
+    x, lengths = _sentences()
+    enc = AttentionalSentenceLinking(7, 6, 5, gate).double().eval()
+    x = x.double().requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: enc(t, lengths), (x,), eps=1e-6, atol=1e-6)
+
+
 # --------------------------------------------------------------------------- the model
 
 
