@@ -43,6 +43,7 @@ PAPERS = {
     "annotate": "",
     "train_mage": "Dhingra et al. 2018, MAGE-GRU",
     "train_coref": "Luo & Glass 2018, cross-sentence coreference",
+    "compare_coref": "Luo & Glass 2018, cross-sentence coreference (Table 1's ASL - baseline)",
     "train_entitynlm": "Ji et al. 2017, EntityNLM",
     "entity_prediction": "Ji et al. 2017, EntityNLM (§5.3 entity prediction; Modi et al. 2017)",
     "rerank_entitynlm": "Ji et al. 2017, EntityNLM (§5.2 coreference reranking)",

@@ -46,11 +46,24 @@ COREF_LABELS = {
 }
 
 
-def load_coref_runs(root: str | Path) -> dict[str, Run]:
+# beside the encoders' directory: flows/compare_coref.py's paired test
+COMPARISON = "compare_coref.json"
+
+
+class CorefRuns(dict):
+    """The runs by encoder, and compare_coref's paired test of two of them (None before that
+    stage has run)."""
+
+    comparison: Mapping[str, Any] | None = None
+
+
+def load_coref_runs(root: str | Path) -> CorefRuns:
     """Every metrics/train_coref/<encoder>.json by its "encoder"; empty when the directory does
-    not exist. Two files of one encoder are an error."""
+    not exist. Two files of one encoder are an error. Plus metrics/compare_coref.json."""
     root = Path(root)
-    out: dict[str, Run] = {}
+    out = CorefRuns()
+    if (root.parent / COMPARISON).is_file():
+        out.comparison = _read_json(root.parent / COMPARISON)
     for path in sorted(root.glob("*.json")) if root.is_dir() else []:
         data = _read_json(path)
         encoder = _key(data, "encoder", path)
@@ -153,6 +166,27 @@ def _delta_row(d: Mapping, coref: Mapping[str, Run], paper: Mapping[str, Any]) -
     return row
 
 
+def _seeds(n: int) -> str:
+    return "1 seed" if n == 1 else f"{n} seeds pooled"
+
+
+def _comparison(c: Mapping[str, Any] | None) -> list[str]:
+    """compare_coref's b − a: pooled over the seeds and seed by seed, with p-values."""
+    if not c:
+        return []
+    a, b, pooled = c["a"], c["b"], c["pooled"]
+    seeds = "; ".join(f"seed {k} {fmt(100 * r['difference'], 2, sign=True)} (p = {r['p_value']:.3f})"
+                      for k, r in c["per_seed"].items())  # fmt: skip
+    return [
+        f"Paired test (`compare_coref`, approximate randomization over the {c['documents']} "
+        f"{c['split']} documents, {c['trials']:,} shuffles): `{b}` − `{a}` = "
+        f"{fmt(100 * pooled['difference'], 2, sign=True)} points of CoNLL F1, "
+        f"{_seeds(len(c['seeds']))} (each document's counts summed over the seeds), "
+        f"p = {pooled['p_value']:.3f}; {seeds}.",
+        "",
+    ]
+
+
 def render_coref(table: Mapping, coref: Mapping[str, Run], papers: Mapping) -> list[str]:
     """Our CoNLL F1 (mean ± std over seeds) beside the paper's Avg F1, the selected seed's
     P/R/F1 beside the paper's, and the ASL/LSL − baseline deltas (issue #5 criterion)."""
@@ -172,6 +206,7 @@ def render_coref(table: Mapping, coref: Mapping[str, Run], papers: Mapping) -> l
     body = [_delta_row(d, coref, paper) for d in table.get("deltas") or []]
     lines += _md_table(["delta", "ours test", "ours dev", "paper (test)", "criterion"], body)
     lines.append("")
+    lines += _comparison(getattr(coref, "comparison", None))
     files = [coref[k].path for k in sorted(coref)]
     lines.append(f"Metrics files: {', '.join(files) if files else 'none'}.")
     lines.append("")
