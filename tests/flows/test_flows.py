@@ -36,6 +36,26 @@ def test_reproduce_can_be_deployed_on_a_cron_schedule():
     assert [s.schedule.cron for s in deployment.schedules] == ["0 3 * * *"]
 
 
+def test_prefect_yaml_deploys_every_stage_module():
+    """The worker test (slow, CI) deploys prefect.yaml; this catches a new stage module
+    without a deployment in the default run, and an entrypoint that does not import."""
+    import importlib
+
+    import yaml
+
+    from tasks.core.config import REPO_ROOT
+
+    deployments = yaml.safe_load((REPO_ROOT / "prefect.yaml").read_text())["deployments"]
+    by_name = {d["name"]: d["entrypoint"] for d in deployments}
+    stages = {p.stem for p in (REPO_ROOT / "flows").glob("*.py")} - {"__init__", "runtime"}
+    assert stages - set(by_name) == set()
+    for name, entrypoint in by_name.items():
+        module, _, attribute = entrypoint.partition(":")
+        stage_flow, _, deployed = attribute.partition(".")
+        assert module.startswith("flows.") and deployed == "deployed", entrypoint
+        assert hasattr(getattr(importlib.import_module(module), stage_flow), "deployed"), name
+
+
 def test_process_runner_maps_in_order_with_progress(tmp_path, monkeypatch):
     """Local mode with Runner("processes", 2): spawned workers, results in input order."""
     import hashlib
