@@ -26,6 +26,14 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
     uv run python -m tasks.core.presets show entitynlm-prediction --scale paper
     uv run python -m tasks.core.presets run entitynlm-prediction --scale cpu [-- --queue ...]
     uv run python -m tasks.core.presets run entitynlm-prediction --scale paper --smoke -- --temp
+    uv run python -m tasks.core.presets resume entitynlm-prediction --scale cpu   # after a kill
+
+Why `resume` is `dvc repro` and not a second `dvc exp run`: `exp run` first restores every
+stage's committed outputs, persisted ones included, so an interrupted training stage loses the
+`last.pt` it would resume from (and its finished seeds). The interrupted run left params.yaml
+holding the preset's values; `resume` checks that it still does (params.yaml at HEAD with the
+preset's overrides applied by DVC's own `apply_overrides`) and reproduces the targets with
+`dvc repro`, which keeps persisted outputs.
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ import argparse
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from tasks.core.config import REPO_ROOT, load_yaml
@@ -136,6 +146,67 @@ def command(
     return [*argv, *(extra or []), *preset.targets_for(smoke)]
 
 
+def committed_params(root: Path = REPO_ROOT) -> str:
+    """params.yaml as HEAD has it (what an experiment's overrides were applied to)."""
+    done = subprocess.run(["git", "show", "HEAD:params.yaml"], cwd=root, capture_output=True,
+                          text=True)  # fmt: skip
+    if done.returncode:
+        raise CorefreproError(f"{root}: cannot read params.yaml at HEAD ({done.stderr.strip()})")
+    return done.stdout
+
+
+def params_differences(base_text: str, params_path: Path, overrides: list[str]) -> list[str]:
+    """Where *params_path* differs from *base_text* with *overrides* applied as `dvc exp run
+    -S` applies them (DVC's `apply_overrides`): one "key: here vs preset" line each."""
+    from dvc.utils.hydra import apply_overrides
+    from dvc.utils.serialize import load_yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        expected_path = Path(tmp) / "params.yaml"
+        expected_path.write_text(base_text, encoding="utf-8")
+        apply_overrides(expected_path, overrides)
+        expected = load_yaml(expected_path)
+    return _differences(load_yaml(params_path), expected, "")
+
+
+def _differences(here: object, wanted: object, where: str) -> list[str]:
+    if isinstance(here, dict) and isinstance(wanted, dict):
+        return [line for key in sorted(set(here) | set(wanted), key=str)
+                for line in _differences(here.get(key, "<absent>"), wanted.get(key, "<absent>"),
+                                         key_path(where, str(key)))]  # fmt: skip
+    return [] if here == wanted else [f"{where}: {here!r} here, {wanted!r} in the preset"]
+
+
+def resume_command(name: str, scale: Scale, extra: list[str] | None = None, smoke: bool = False,
+                   root: Path = REPO_ROOT) -> list[str]:  # fmt: skip
+    """The `dvc repro` argv that continues preset *name*'s interrupted `run` (*extra*: the
+    `-S key=value` pairs that run was given after `--`); refused, naming the keys, when
+    params.yaml no longer holds the preset's settings."""
+    preset = load(name)
+    extra = list(extra or [])
+    if len(extra) % 2 or any(flag not in ("-S", "--set-param") for flag in extra[::2]):
+        raise CorefreproError(f"resume {name}: after -- only the run's `-S key=value` pairs "
+                              f"(got {shlex.join(extra)})")  # fmt: skip
+    overrides = [*preset.overrides_for(scale, smoke), *extra[1::2]]
+    differences = params_differences(committed_params(root), root / "params.yaml", overrides)
+    if differences:
+        shown = "; ".join(differences[:3]) + (f"; and {len(differences) - 3} more"
+                                             if len(differences) > 3 else "")  # fmt: skip
+        raise CorefreproError(
+            f"resume {name} --scale {scale}: {root / 'params.yaml'} does not hold the preset's "
+            f"settings ({shown}): start it with `python -m tasks.core.presets run {name}`"
+        )
+    return ["dvc", "repro", *preset.targets_for(smoke)]
+
+
+def resume_hint(name: str, scale: Scale, smoke: bool, extra: list[str]) -> str:
+    """The `resume` command line of a `run` with these arguments (its -S pairs kept)."""
+    pairs = [x for i in range(0, len(extra) - 1) if extra[i] in ("-S", "--set-param")
+             for x in extra[i : i + 2]]  # fmt: skip
+    argv = ["uv", "run", "python", "-m", "tasks.core.presets", "resume", name, "--scale", scale]
+    return shlex.join([*argv, *(["--smoke"] if smoke else []), *(["--", *pairs] if pairs else [])])
+
+
 def _list() -> None:
     for name in names():
         preset = load(name)
@@ -150,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="verb", required=True)
     sub.add_parser("list", help="every preset with its scales' costs")
-    for verb in ("show", "run"):
-        p = sub.add_parser(verb, help=f"{verb} the dvc exp run command of a preset")
+    helps = {"show": "print the dvc exp run command of a preset", "run": "run it",
+             "resume": "continue an interrupted run with dvc repro (keeps each last.pt)"}  # fmt: skip
+    for verb, help_ in helps.items():
+        p = sub.add_parser(verb, help=help_)
         p.add_argument("name", choices=names())
         p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
         p.add_argument("--smoke", action="store_true",
@@ -162,11 +235,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "list":
         _list()
         return 0
-    argv_ = command(args.name, args.scale, extra, args.smoke)
+    if args.verb == "resume":
+        argv_ = resume_command(args.name, args.scale, extra, args.smoke)
+    else:
+        argv_ = command(args.name, args.scale, extra, args.smoke)
     print(shlex.join(["uv", "run", *argv_]), flush=True)
     if args.verb == "show":
         return 0
-    return subprocess.run([sys.executable, "-m", *argv_], cwd=REPO_ROOT).returncode
+    returncode = subprocess.run([sys.executable, "-m", *argv_], cwd=REPO_ROOT).returncode
+    if returncode and args.verb == "run" and not {"--temp", "--queue"} & set(extra):
+        print(f"interrupted or failed: `{resume_hint(args.name, args.scale, args.smoke, extra)}` "
+              "continues from each stage's last.pt (a second `run` restores the committed "
+              "outputs first and loses them)", file=sys.stderr)  # fmt: skip
+    return returncode
 
 
 if __name__ == "__main__":

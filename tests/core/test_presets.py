@@ -5,6 +5,7 @@ parser accepts; a bad preset file is one line naming the file and the key."""
 from __future__ import annotations
 
 import shutil
+import sys
 
 import pytest
 import yaml
@@ -87,6 +88,83 @@ def test_run_hands_the_command_to_dvc(monkeypatch):
     argv = calls[0]
     assert argv[1:5] == ["-m", "dvc", "exp", "run"] and argv[-2:] == ["--queue", "train_mage"]
     assert "train_mage.run.models=[ga,ga-mage16]" in argv
+
+
+def _committed_repo(tmp_path):
+    """A git repository holding the project's params.yaml, committed (what a clone has)."""
+    import subprocess
+
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    shutil.copy(PARAMS, repo / "params.yaml")
+    for argv in (["init", "-q"], ["add", "params.yaml"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "params"]):  # fmt: skip
+        subprocess.run(["git", *argv], cwd=repo, check=True)
+    return repo
+
+
+def test_resume_reproduces_the_targets_while_params_hold_the_preset(tmp_path):
+    repo = _committed_repo(tmp_path)
+    overrides = presets.load("entitynlm-lm").overrides_for("cpu")
+    _rewrite(repo / "params.yaml", [*overrides, "train_entitynlm.seeds=[3]"])  # the killed run's
+    extra = ["-S", "train_entitynlm.seeds=[3]"]
+    assert presets.resume_command("entitynlm-lm", "cpu", extra, root=repo) == [
+        "dvc", "repro", "train_entitynlm"]  # fmt: skip
+    # without the run's own -S pair, or at the other scale: refused, naming the keys
+    with pytest.raises(
+        CorefreproError, match=r"train_entitynlm\.seeds: \[3\] here, \[1\] in the preset"
+    ):
+        presets.resume_command("entitynlm-lm", "cpu", root=repo)
+    with pytest.raises(
+        CorefreproError, match=r"does not hold the preset's settings .*embed_dim: 128 here, 32"
+    ):
+        presets.resume_command("entitynlm-lm", "paper", extra, root=repo)
+    with pytest.raises(CorefreproError, match="only the run's `-S key=value` pairs"):
+        presets.resume_command("entitynlm-lm", "cpu", ["--temp"], root=repo)
+
+
+def test_a_failed_run_names_the_resume_command(monkeypatch, capsys):
+    monkeypatch.setattr(presets.subprocess, "run",
+                        lambda argv, cwd: type("P", (), {"returncode": 1}))  # fmt: skip
+    assert presets.main(["run", "entitynlm-lm", "--", "-S", "train_entitynlm.seeds=[3]"]) == 1
+    err = capsys.readouterr().err
+    assert ("`uv run python -m tasks.core.presets resume entitynlm-lm --scale cpu -- -S "
+            "'train_entitynlm.seeds=[3]'` continues from each stage's last.pt") in err  # fmt: skip
+    assert presets.main(["run", "entitynlm-lm", "--", "--temp"]) == 1
+    assert "resume" not in capsys.readouterr().err  # a --temp run left nothing to resume
+
+
+def test_exp_run_restores_persisted_outputs_and_repro_keeps_them(tmp_path):
+    """Why `resume` is `dvc repro`: rerun after a kill, `dvc exp run` first restores a stage's
+    committed outputs (a persisted last.pt included), `dvc repro` keeps what the killed run
+    wrote. A toy stage that appends one file per run to a persisted folder."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    dvc = [sys.executable, "-m", "dvc"]
+
+    def sh(*argv, check=True):
+        return subprocess.run(argv, cwd=tmp_path, env=env, check=check, capture_output=True)
+
+    stage = ("import pathlib; p = pathlib.Path('out'); p.mkdir(exist_ok=True); "
+             "(p / f'run{len(list(p.iterdir()))}').write_text('')")  # fmt: skip
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"train": {
+        "cmd": f'{sys.executable} -c "{stage}"', "params": ["x"],
+        "outs": [{"out": {"persist": True}}]}}}))  # fmt: skip
+    (tmp_path / "params.yaml").write_text("x: 1\n")
+    sh("git", "init", "-q"), sh(*dvc, "init", "-q"), sh(*dvc, "repro", "-q")
+    sh("git", "add", "-A"), sh("git", "commit", "-qm", "run0")
+    (tmp_path / "out" / "killed").write_text("")  # what a killed `exp run -S x=2` had written
+    (tmp_path / "params.yaml").write_text("x: 2\n")
+    sh(*dvc, "exp", "run", "-q", "-S", "x=2")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run0", "run1"]
+    sh("git", "checkout", "-q", "--", "."), sh(*dvc, "checkout", "-q", "-f")  # back to run0
+    (tmp_path / "out" / "killed").write_text("")
+    (tmp_path / "params.yaml").write_text("x: 2\n")
+    sh(*dvc, "repro", "-q")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["killed", "run0", "run2"]
 
 
 BAD = {
