@@ -30,8 +30,8 @@ def _runner(run: str) -> Runner:
     cfg = stage.settings()
     address, setting = dask_address(cfg)
     return Runner(
-        cfg.get("executor", "threads"),
-        int(cfg.get("workers", 2)),
+        cfg.executor,
+        cfg.workers,
         address=address,
         address_setting=setting or "dask address",
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +38,6 @@ from tasks.core.settings import (
     Name,
     bounded,
     load_stage_settings,
-    settings_to_dict,
 )
 from tasks.training.stage import artifact_dir
 
@@ -76,13 +74,13 @@ class KbestSettings:
             raise ConfigError(bad)
 
 
-def settings() -> dict[str, Any]:
-    return settings_to_dict(load_stage_settings(KbestSettings, "kbest"))
+def settings() -> KbestSettings:
+    return load_stage_settings(KbestSettings, "kbest")
 
 
-def checkpoint_path(cfg: Mapping[str, Any]) -> Path:
+def checkpoint_path(cfg: KbestSettings) -> Path:
     """artifacts/train_coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
-    return artifact_dir("train_coref", str(cfg["encoder"]), int(cfg["seed"])) / BEST
+    return artifact_dir("train_coref", cfg.encoder, cfg.seed) / BEST
 
 
 def kbest_dir(corpus: str) -> Path:
@@ -93,19 +91,15 @@ def metrics_path(corpus: str) -> Path:
     return resolve_path("metrics/kbest") / f"{corpus}.json"
 
 
-def _checked(cfg: Mapping[str, Any]) -> tuple[int, list[str] | None, int]:
-    return int(cfg["k"]), cfg["splits"], float(cfg["log_every_s"])
-
-
 def export_corpus(corpus: str) -> dict[str, Any]:
     """The stage: k-best trees of every (selected) document of one corpus; returns metrics."""
     cfg = settings()
-    k, splits, every = _checked(cfg)
+    k, splits = cfg.k, cfg.splits
     path = checkpoint_path(cfg)
     if not path.is_file():
         raise CorefreproError(
-            f"{path}: no checkpoint for params.yaml kbest.encoder={cfg['encoder']!r}, "
-            f"kbest.seed={cfg['seed']!r}; train it with `dvc repro train_coref@{cfg['encoder']}` "
+            f"{path}: no checkpoint for params.yaml kbest.encoder={cfg.encoder!r}, "
+            f"kbest.seed={cfg.seed!r}; train it with `dvc repro train_coref@{cfg.encoder}` "
             "(train_coref.seeds must include the seed) or change kbest.encoder / kbest.seed"
         )
     docs = load_corpus(docs_dir(corpus), drop_singletons=False)
@@ -115,25 +109,23 @@ def export_corpus(corpus: str) -> dict[str, Any]:
         where = f" in splits {splits} (params.yaml kbest.splits)" if splits else ""
         raise CorefreproError(f"{docs_dir(corpus)}: no documents{where}")
     ckpt = load_checkpoint(path)
-    model, vocab = restore(
-        ckpt, encode_window=int(cfg["encode_window"]), pair_chunk=int(cfg["pair_chunk"])
-    )
-    device = pick_device(str(cfg["device"]))
+    model, vocab = restore(ckpt, encode_window=cfg.encode_window, pair_chunk=cfg.pair_chunk)
+    device = pick_device(cfg.device)
     model.to(device)
     # a model trained on LM features: lm_features@<corpus>'s file where it exists, else live
     features = checkpoint_features(
         ckpt["config"], str(path), corpus=corpus, documents=docs, device=device
     )
     threads_before = torch.get_num_threads()
-    if cfg["threads"]:
-        torch.set_num_threads(int(cfg["threads"]))
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     log.info(
         "%s: %d documents, k = %d, checkpoint %s (%s, encode_window %d)",
         corpus, len(docs), k, path, device, model.config.encode_window,
     )  # fmt: skip
     started = time.perf_counter()
     distinct: list[int] = []
-    bar = Progress(f"kbest@{corpus}", len(docs), "docs", every_s=every, logger=log)
+    bar = Progress(f"kbest@{corpus}", len(docs), "docs", every_s=cfg.log_every_s, logger=log)
 
     def progress(count: int, trees: list[Tree]) -> None:
         distinct.append(sum(not t.padded for t in trees))
@@ -148,8 +140,8 @@ def export_corpus(corpus: str) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     meta = {
         "corpus": corpus,
-        "encoder": cfg["encoder"],
-        "seed": cfg["seed"],
+        "encoder": cfg.encoder,
+        "seed": cfg.seed,
         "k": k,
         "checkpoint_sha256": sha256_of(path),
     }
@@ -157,8 +149,8 @@ def export_corpus(corpus: str) -> dict[str, Any]:
         storage.write_table(tmp / f"{KBEST}.parquet", KBEST, table, meta)
     metrics = {
         "corpus": corpus,
-        "encoder": cfg["encoder"],
-        "seed": cfg["seed"],
+        "encoder": cfg.encoder,
+        "seed": cfg.seed,
         "k": k,
         "splits": splits,
         "documents": len(docs),

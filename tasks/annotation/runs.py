@@ -14,7 +14,6 @@ from tasks.core.settings import (
     Name,
     bounded,
     load_stage_settings,
-    settings_to_dict,
 )
 
 
@@ -68,25 +67,25 @@ class AnnotateSettings:
             raise ConfigError(bad)
 
 
-def settings() -> dict[str, Any]:
-    """The annotate section, parsed strictly, as plain values."""
-    return settings_to_dict(load_stage_settings(AnnotateSettings, "annotate"))
+def settings() -> AnnotateSettings:
+    """The annotate section, parsed strictly."""
+    return load_stage_settings(AnnotateSettings, "annotate")
 
 
 # Dask's own variable for the scheduler to join; annotate.dask_address, when set, wins over it
 DASK_ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"
 
 
-def dask_address(cfg: dict[str, Any] | None = None) -> tuple[str | None, str]:
+def dask_address(cfg: AnnotateSettings | None = None) -> tuple[str | None, str]:
     """(the running Dask scheduler the annotate stage joins, the setting that named it), or
     (None, ...) for a LocalCluster. Only with executor dask: annotate.dask_address when set,
     else the environment's DASK_SCHEDULER_ADDRESS (params.yaml is the more specific of the
     two: the variable may be set for other Dask work in the same shell)."""
     cfg = settings() if cfg is None else cfg
-    if cfg.get("executor") != "dask":
+    if cfg.executor != "dask":
         return None, ""
-    if cfg.get("dask_address"):
-        return str(cfg["dask_address"]).strip(), "annotate.dask_address"
+    if cfg.dask_address:
+        return cfg.dask_address.strip(), "annotate.dask_address"
     env = os.environ.get(DASK_ADDRESS_ENV, "").strip()
     if env:
         return env, f"{DASK_ADDRESS_ENV} (annotate.dask_address is null)"
@@ -97,17 +96,13 @@ def dask_address(cfg: dict[str, Any] | None = None) -> tuple[str | None, str]:
 CHECKPOINT_SECTIONS = {"model_runs": "checkpoint", "stanza_runs": "coref_model_path"}
 
 
-def run_settings(run: str) -> dict[str, Any]:
+def run_settings(run: str) -> RunEntry:
     """annotate.runs.<run>, annotate.model_runs.<run> (runs of the own coreference model) or
     annotate.stanza_runs.<run> (Stanza with a trained model): the last two are separate DVC
     foreach lists only so that their stage can depend on the checkpoint their settings name."""
-    cfg = settings()
-    sections = {k: cfg.get(k) or {} for k in ("runs", "model_runs", "stanza_runs")}
+    cfg = settings()  # a run in two sections is refused here (AnnotateSettings.validate)
+    sections = {"runs": cfg.runs, "model_runs": cfg.model_runs, "stanza_runs": cfg.stanza_runs}
     found = [k for k, runs in sections.items() if run in runs]
-    if len(found) > 1:
-        raise CorefreproError(
-            f"params.yaml: run '{run}' is in both annotate.{found[0]} and {found[1]}"
-        )
     if not found:
         known = ", ".join(sorted(name for runs in sections.values() for name in runs))
         raise CorefreproError(
@@ -115,12 +110,9 @@ def run_settings(run: str) -> dict[str, Any]:
             f"'{run}' (known: {known})"
         )
     section = found[0]
-    entry = dict(sections[section][run])
-    for key in ("corpus", "annotator"):
-        if key not in entry:
-            raise CorefreproError(f"params.yaml: annotate.{section}.{run} needs '{key}'")
+    entry = sections[section][run]
     key = CHECKPOINT_SECTIONS.get(section)
-    if key and not (entry.get("settings") or {}).get(key):
+    if key and not entry.settings.get(key):
         example = {"checkpoint": "artifacts/train_coref/asl/seed1/best.pt",
                    "coref_model_path": "artifacts/train_stanza_coref/model.pt"}[key]  # fmt: skip
         stage = {"model_runs": "annotate_model", "stanza_runs": "annotate_stanza"}[section]

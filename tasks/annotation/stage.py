@@ -42,8 +42,8 @@ CODE_FILES = ("tasks/annotation/annotate.py", "tasks/annotation/annotators")
 def annotator_settings(run: str) -> dict[str, Any]:
     """annotate.annotators.<annotator> with the run's own `settings` merged over it."""
     entry = run_settings(run)
-    shared = dict((settings().get("annotators") or {}).get(entry["annotator"]) or {})
-    return {**shared, **dict(entry.get("settings") or {})}
+    shared = dict(settings().annotators.get(entry.annotator) or {})
+    return {**shared, **entry.settings}
 
 
 def _code_hash() -> str:
@@ -74,16 +74,12 @@ class Plan:
 
     @property
     def cache_dir(self) -> Path:
-        return (
-            resolve_path(settings().get("cache_dir", "data/cache/annotate"))
-            / self.run
-            / self.fingerprint
-        )
+        return resolve_path(settings().cache_dir) / self.run / self.fingerprint
 
 
 def plan(run: str) -> Plan:
     entry = run_settings(run)
-    corpus, name = entry["corpus"], entry["annotator"]
+    corpus, name = entry.corpus, entry.annotator
     annotators.check(name, annotator_settings(run))  # typos and factories refused up front
     source = docs_dir(corpus)
     tables = [source / f"{kind}.parquet" for kind in (DOCUMENTS, ITEMS, MENTIONS)]
@@ -97,9 +93,7 @@ def plan(run: str) -> Plan:
     for t in tables[1:]:  # items and gold mentions of another corpus would match nothing
         storage.check_same_documents(docs, tables[0], storage.read_table(t, columns=["doc_id"]), t)
     doc_ids = docs.column("doc_id").to_pylist()
-    size = int(settings().get("shard_size", 200))
-    if size < 1:
-        raise CorefreproError("params.yaml: annotate.shard_size must be >= 1")
+    size = settings().shard_size
     fingerprint = hashlib.sha256(
         json.dumps(
             {
@@ -107,7 +101,7 @@ def plan(run: str) -> Plan:
                 "annotator": name,
                 "settings": annotator_settings(run),
                 "checkpoint": _checkpoint_hash(annotator_settings(run)),
-                "batch_size": settings().get("batch_size", 16),
+                "batch_size": settings().batch_size,
                 "shard_size": size,
                 "code": _code_hash(),
             },
@@ -156,7 +150,8 @@ def _gold(path: str, stamp: tuple[int, int]) -> pa.Table:
 
 def annotate_shard(run: str, shard: int, doc_ids: list[str], fingerprint: str) -> dict[str, Any]:
     """Annotate one shard of documents, or reuse it from the shard cache; returns its report."""
-    p = Plan(run, run_settings(run)["corpus"], run_settings(run)["annotator"], fingerprint, [])
+    entry = run_settings(run)
+    p = Plan(run, entry.corpus, entry.annotator, fingerprint, [])
     out = p.cache_dir / f"shard-{shard:05d}"
     done = out / "report.json"
     if done.exists():
@@ -170,7 +165,7 @@ def annotate_shard(run: str, shard: int, doc_ids: list[str], fingerprint: str) -
     cfg_json = json.dumps(annotator_settings(run), sort_keys=True)
     annotator = _annotator(p.annotator, cfg_json, fingerprint)
     mention_rows, query_rows, report = annotate_documents(
-        annotator, documents, items, gold, batch_size=int(settings().get("batch_size", 16))
+        annotator, documents, items, gold, batch_size=settings().batch_size
     )
     with storage.atomic_dir(out) as tmp:
         storage.write_table(tmp / f"{MENTIONS}.parquet", MENTIONS, mention_rows)
@@ -230,14 +225,14 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     from tasks.evaluation.coref import as_metrics, score_mention_tables
 
     entry = run_settings(run)
-    source = docs_dir(entry["corpus"])
+    source = docs_dir(entry.corpus)
     gold = storage.read_table(source / f"{MENTIONS}.parquet", MENTIONS)
     gold = gold.filter(pc.equal(gold.column("annotator"), "gold"))
     docs = storage.read_table(source / f"{DOCUMENTS}.parquet", DOCUMENTS)
     storage.check_same_documents(
         docs, source / f"{DOCUMENTS}.parquet", gold, source / f"{MENTIONS}.parquet"
     )
-    split = settings().get("score_split", "dev")
+    split = settings().score_split
     ids = [
         d
         for d, s in zip(
@@ -247,7 +242,7 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     ]
     metrics: dict[str, Any] = {k: v for k, v in report.items() if k != "validation"}
     metrics["validation"] = report["validation"]
-    if gold.num_rows and ids and entry["annotator"] != "gold":
+    if gold.num_rows and ids and entry.annotator != "gold":
         predicted_path = mentions_dir(run) / f"{MENTIONS}.parquet"
         predicted = storage.read_table(predicted_path, MENTIONS)
         storage.check_same_documents(
@@ -267,10 +262,10 @@ def score_and_log(run: str, report: dict[str, Any]) -> dict[str, Any]:
     with tracked_run(
         "annotate",
         run,
-        dataset=entry["corpus"],
+        dataset=entry.corpus,
         run_params={
             "annotator": annotator_settings(run),
-            "shard_size": settings().get("shard_size"),
+            "shard_size": settings().shard_size,
         },
     ):
         flat = {

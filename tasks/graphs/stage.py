@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tasks.annotation.runs import run_settings
+from tasks.annotation.runs import RunEntry, run_settings
 from tasks.core import storage
 from tasks.core.config import resolve_path
 from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
@@ -27,7 +27,7 @@ from tasks.core.schema import (
     MENTIONS,
     QUERY_MENTIONS,
 )
-from tasks.core.settings import bounded, load_stage_settings, settings_to_dict
+from tasks.core.settings import bounded, load_stage_settings
 from tasks.graphs.dags import build_graphs
 from tasks.graphs.views import L_MAX, build_corelm_view, build_entitynlm_view
 
@@ -94,15 +94,19 @@ def table_path(run: str, stage: str) -> Path:
     return graphs_dir(run) / f"{TABLES[stage]}.parquet"
 
 
-def _settings(stage: str) -> dict[str, Any]:
-    """The stage's params.yaml section, parsed strictly."""
-    cls = {"graphs": GraphSettings, "view_corelm": CoreLMViewSettings}[stage]
-    return settings_to_dict(load_stage_settings(cls, stage))
+def graph_settings() -> GraphSettings:
+    """params.yaml graphs, parsed strictly."""
+    return load_stage_settings(GraphSettings, "graphs")
+
+
+def corelm_view_settings() -> CoreLMViewSettings:
+    """params.yaml view_corelm, parsed strictly."""
+    return load_stage_settings(CoreLMViewSettings, "view_corelm")
 
 
 def _inputs(run: str, *, items: bool) -> dict[str, Any]:
     entry = run_settings(run)
-    source, annotated = docs_dir(entry["corpus"]), mentions_dir(run)
+    source, annotated = docs_dir(entry.corpus), mentions_dir(run)
     out: dict[str, Any] = {"entry": entry}
     docs_path = source / f"{DOCUMENTS}.parquet"
     out["documents"] = storage.read_table(docs_path, DOCUMENTS)
@@ -120,8 +124,8 @@ def _inputs(run: str, *, items: bool) -> dict[str, Any]:
     return out
 
 
-def _meta(run: str, entry: Mapping[str, Any]) -> dict[str, str]:
-    return {"corpus": entry["corpus"], "run": run, "annotator": entry["annotator"]}
+def _meta(run: str, entry: RunEntry) -> dict[str, str]:
+    return {"corpus": entry.corpus, "run": run, "annotator": entry.annotator}
 
 
 def _log_dropped(run: str, name: str, stats: Mapping[str, Any]) -> None:
@@ -167,19 +171,19 @@ def build_mage_graphs(
     """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed; with a
     coreference placement, segment order or mention span other than the paper's (arguments,
     else params.yaml graphs), written as graphs@<graph_run(...)>."""
-    cfg = _settings("graphs")
-    placement = placement or cfg["coref_placement"]
-    order = order or cfg["order"]
-    mention_span = mention_span or cfg["mention_span"]
+    cfg = graph_settings()
+    placement = placement or cfg.coref_placement
+    order = order or cfg.order
+    mention_span = mention_span or cfg.mention_span
     data = _inputs(run, items=True)
     graphs = build_graphs(
         data["documents"],
         data["items"],
         data["mentions"],
         data["query_mentions"],
-        seed=cfg["seed"],
-        edge_types=cfg["edge_types"],
-        on_conflict=cfg["on_conflict"],
+        seed=cfg.seed,
+        edge_types=cfg.edge_types,
+        on_conflict=cfg.on_conflict,
         placement=placement,
         order=order,
         mention_span=mention_span,
@@ -197,7 +201,7 @@ def build_entitynlm(run: str) -> dict[str, Any]:
     """Stage view_entitynlm@<run>: R/E/L per token (Ji et al. 2017 §2)."""
     cfg = entitynlm_view_settings()
     data = _inputs(run, items=False)
-    corpus = data["entry"]["corpus"]
+    corpus = data["entry"].corpus
     view = build_entitynlm_view(
         data["documents"],
         data["mentions"],
@@ -218,14 +222,14 @@ def build_entitynlm(run: str) -> dict[str, Any]:
 
 def build_corelm(run: str) -> dict[str, Any]:
     """Stage view_corelm@<run>: entity-id streams per nesting layer (Stylianou & Vlahavas §4.1)."""
-    cfg = _settings("view_corelm")
+    cfg = corelm_view_settings()
     data = _inputs(run, items=False)
     view = build_corelm_view(
         data["documents"],
         data["mentions"],
-        id_scope=cfg["id_scope"],
-        max_entities=cfg["max_entities"],
-        drop_singletons=cfg["drop_singletons"],
+        id_scope=cfg.id_scope,
+        max_entities=cfg.max_entities,
+        drop_singletons=cfg.drop_singletons,
     )
     _log_dropped(run, "corelm", view.stats)
     log.info("%s: %d CoreLM instances", run, len(view.rows))

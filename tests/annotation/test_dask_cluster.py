@@ -21,7 +21,7 @@ import yaml
 from flows.runtime import Runner, run_cli
 from tasks.annotation import annotators
 from tasks.annotation.annotators.base import Annotator, Doc
-from tasks.annotation.runs import dask_address
+from tasks.annotation.runs import AnnotateSettings, dask_address
 from tasks.core import config, storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
@@ -267,17 +267,17 @@ def test_an_unreachable_scheduler_is_one_line_naming_the_setting(monkeypatch, ca
 
 def test_which_address_the_stage_joins(monkeypatch):
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
-    cfg = {"executor": "dask", "dask_address": None}
+    cfg = AnnotateSettings(executor="dask", dask_address=None)
     assert dask_address(cfg) == (None, "")  # a LocalCluster
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://10.0.0.5:8786")
     assert dask_address(cfg) == (
         "tcp://10.0.0.5:8786",
         "DASK_SCHEDULER_ADDRESS (annotate.dask_address is null)",
     )
-    cfg["dask_address"] = "tcp://10.0.0.6:8786"
+    cfg.dask_address = "tcp://10.0.0.6:8786"
     assert dask_address(cfg) == ("tcp://10.0.0.6:8786", "annotate.dask_address")
     # threads and processes run here whatever the environment says
-    assert dask_address({"executor": "processes", "dask_address": None}) == (None, "")
+    assert dask_address(AnnotateSettings(executor="processes")) == (None, "")
     runner = Runner("dask", 2, address="tcp://10.0.0.6:8786")
     assert str(runner) == "dask at tcp://10.0.0.6:8786" and str(Runner("dask", 2)) == "dask x2"
     with pytest.raises(ValueError, match="needs dask"):
@@ -289,7 +289,7 @@ def test_the_address_is_checked_with_the_settings(monkeypatch):
 
     data = yaml.safe_load(config.PARAMS_FILE.read_text())
     monkeypatch.setattr(config, "_load", lambda path: data)
-    assert settings()["dask_address"] is None  # params.yaml as committed
+    assert settings().dask_address is None  # params.yaml as committed
     data["annotate"].update(executor="threads", dask_address="tcp://10.0.0.6:8786")
     with pytest.raises(ConfigError, match=r"annotate\.dask_address: .* but annotate\.executor"):
         settings()

@@ -226,7 +226,7 @@ def test_stanza_runs_need_their_checkpoint_setting(monkeypatch):
     with pytest.raises(CorefreproError, match="stanza_runs.lambada-stanza needs settings.coref_"):
         run_settings("lambada-stanza")
     run["settings"] = {"coref_model_path": "artifacts/train_stanza_coref/model.pt"}
-    assert run_settings("lambada-stanza")["corpus"] == "lambada"
+    assert run_settings("lambada-stanza").corpus == "lambada"
     data["annotate"]["runs"]["lambada-stanza"] = dict(run)
     with pytest.raises(ConfigError, match="'lambada-stanza' is in both annotate.runs and stanza_"):
         run_settings("lambada-stanza")

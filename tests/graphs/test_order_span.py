@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from tasks.annotation.runs import RunEntry
 from tasks.core import config, storage
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS
 from tasks.core.settings import ConfigError, parse_settings
@@ -142,7 +143,7 @@ def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatc
     storage.write_table(root / "docs" / f"{ITEMS}.parquet", ITEMS, items)
     storage.write_table(root / "m" / f"{MENTIONS}.parquet", MENTIONS, mentions)
     storage.write_table(root / "m" / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, query_mentions)
-    monkeypatch.setattr(stage, "run_settings", lambda run: {"corpus": "c", "annotator": "a"})
+    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("c", "a"))
     monkeypatch.setattr(stage, "docs_dir", lambda corpus: root / "docs")
     monkeypatch.setattr(stage, "mentions_dir", lambda run: root / "m")
     monkeypatch.setattr(stage, "graphs_dir", lambda run: root / "graphs" / run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tasks.annotation.runs import RunEntry
 from tasks.core import storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
@@ -38,7 +39,7 @@ def layout(tmp_path, monkeypatch):
     storage.write_table(docs / "a" / f"{DOCUMENTS}.parquet", DOCUMENTS, _docs("a"))
     storage.write_table(docs / "a" / f"{ITEMS}.parquet", ITEMS, [])
     storage.write_table(mentions / "r" / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, [])
-    monkeypatch.setattr(stage, "run_settings", lambda run: {"corpus": "a", "annotator": "x"})
+    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("a", "x"))
     monkeypatch.setattr(stage, "docs_dir", lambda corpus: docs / corpus)
     monkeypatch.setattr(stage, "mentions_dir", lambda run: mentions / run)
     monkeypatch.setattr(stage, "graphs_dir", lambda run: tmp_path / "graphs" / run)
