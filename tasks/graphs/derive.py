@@ -36,12 +36,12 @@ from tasks.core.config import params
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_name, docs_dir, name_problem
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
-from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, parse_settings
 from tasks.corpora.base import Normalized
 from tasks.corpora.ingest import corpus_stats, write_docs
 from tasks.graphs.babi_mix import BABI_ALTERNATES, mix_babi
 
-Deriver = Callable[[str, Mapping[str, Any], Mapping[str, Any]], Normalized]
+Deriver = Callable[[str, Mapping[str, Any], Any], Normalized]  # (name, tables, kind settings)
 
 
 @dataclass
@@ -53,16 +53,16 @@ class BabiMixSettings:
     candidates: Literal["keep", "drop"] = "keep"
 
 
-def _babi_mix(name: str, tables: Mapping[str, Any], cfg: Mapping[str, Any]) -> Normalized:
+def _babi_mix(name: str, tables: Mapping[str, Any], cfg: BabiMixSettings) -> Normalized:
     result = mix_babi(
         tables[DOCUMENTS],
         tables[ITEMS],
         tables[MENTIONS],
-        seed=int(cfg["seed"]),
+        seed=cfg.seed,
         name=name,
-        alternates={**BABI_ALTERNATES, **cfg["alternates"]},
+        alternates={**BABI_ALTERNATES, **cfg.alternates},
     )
-    if cfg["candidates"] == "drop":
+    if cfg.candidates == "drop":
         for item in result.items:
             item["candidates"] = None
         result.notes.append("candidate lists dropped (derive candidates: drop)")
@@ -75,7 +75,16 @@ KINDS: dict[str, tuple[type, Deriver]] = {
 }
 
 
-def settings(name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Derivation:
+    """derive.<name>: the corpus it reads (`from`), its kind and that kind's settings."""
+
+    source: str
+    kind: str
+    options: Any  # KINDS[kind]'s settings class
+
+
+def settings(name: str) -> Derivation:
     """derive.<name>, parsed strictly (tasks.core.settings): a safe name that is no corpus of
     its own, `from` another corpus (a safe name), a known kind, only that kind's settings."""
     derived = params("derive") or {}
@@ -101,38 +110,38 @@ def settings(name: str) -> dict[str, Any]:
         problems.append(f"{where}.kind: {kind!r} unknown; known: {sorted(KINDS)}")
     else:
         try:
-            parsed = settings_to_dict(parse_settings(KINDS[kind][0], cfg, where))
+            options = parse_settings(KINDS[kind][0], cfg, where)
         except ConfigError as exc:
             problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
-    return {"from": source, "kind": kind, **parsed}
+    return Derivation(source, kind, options)
 
 
 def derive_corpus(name: str, target: Path | None = None) -> dict[str, Any]:
     """Read data/docs/<from>/, build the derived rows, write data/docs/<name>/ atomically;
     returns per-split counts (tasks.corpora.ingest.corpus_stats) for the stage's metrics."""
     cfg = settings(name)
-    source = docs_dir(cfg["from"])
+    source = docs_dir(cfg.source)
     tables = {}
     for kind in (DOCUMENTS, ITEMS, MENTIONS):
         path = source / f"{kind}.parquet"
         if not path.exists():
             raise CorefreproError(
-                f"{path}: missing; derive.{name} reads corpus '{cfg['from']}' (add it to "
-                f"`corpora` and run `dvc repro normalize@{cfg['from']}`)"
+                f"{path}: missing; derive.{name} reads corpus '{cfg.source}' (add it to "
+                f"`corpora` and run `dvc repro normalize@{cfg.source}`)"
             )
         tables[kind] = storage.read_table(path, kind)
     license_ = (tables[DOCUMENTS].schema.metadata or {}).get(b"license", b"").decode()
-    result = KINDS[cfg["kind"]][1](name, tables, cfg)
+    result = KINDS[cfg.kind][1](name, tables, cfg.options)
     target = target or docs_dir(name)
     write_docs(
         name,
         result,
         target,
-        f"derived from {cfg['from']}: {license_}",
-        derived_from=cfg["from"],
-        derive_kind=cfg["kind"],
+        f"derived from {cfg.source}: {license_}",
+        derived_from=cfg.source,
+        derive_kind=cfg.kind,
     )
     metrics, _ = corpus_stats(target)
     return metrics
