@@ -65,7 +65,7 @@ import hashlib
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,7 +75,7 @@ from models.mage.readers import collate_graphs, segment_spans
 from tasks.core import storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import GRAPHS, SPLITS
-from tasks.core.settings import bounded, parse_settings, settings_to_dict
+from tasks.core.settings import bounded, parse_settings
 from tasks.core.splits import carve_dev
 
 PAD, UNK = "<pad>", "<unk>"
@@ -83,7 +83,6 @@ PAD_ID, UNK_ID = 0, 1
 SENTENCE_ENDS = frozenset({".", "?", "!"})
 OUTPUTS = ("auto", "classify", "attention_sum")
 DIRECTIONS = ("forward", "backward")
-ANSWER_CANDIDATES = ("train_answers", "document")
 
 
 @dataclass
@@ -102,7 +101,15 @@ class ReaderDataSettings:
     train_from_dev_seed: int = 13
 
 
-DATA_DEFAULTS: dict[str, Any] = settings_to_dict(ReaderDataSettings())
+DATA_FIELDS = tuple(sorted(f.name for f in fields(ReaderDataSettings)))  # a model depends on
+
+
+def reader_data_settings(cfg: ReaderDataSettings | Mapping[str, Any] | None) -> ReaderDataSettings:
+    """The data settings of cfg: its ReaderDataSettings fields (a MageTrain is one), or a
+    mapping of them parsed strictly (tests, notebooks)."""
+    if isinstance(cfg, ReaderDataSettings):
+        return ReaderDataSettings(**{k: getattr(cfg, k) for k in DATA_FIELDS})
+    return parse_settings(ReaderDataSettings, cfg, "reader data")
 
 
 class ReaderDataError(CorefreproError):
@@ -308,7 +315,7 @@ class ReaderData:
     num_edge_types: int
     splits: dict[str, list[dict]]
     stats: dict[str, Any]
-    settings: dict[str, Any]
+    settings: ReaderDataSettings
     split_notes: dict[str, str] = field(default_factory=dict)  # where a split came from
 
     @property
@@ -333,7 +340,7 @@ class ReaderData:
             "classes": list(self.classes),
             "max_chains": self.max_chains,
             "num_edge_types": self.num_edge_types,
-            **{k: self.settings[k] for k in sorted(DATA_DEFAULTS)},
+            **{k: getattr(self.settings, k) for k in DATA_FIELDS},
         }
 
 
@@ -354,7 +361,9 @@ def _choose_output(train: Sequence[Mapping[str, Any]], output: str) -> str:
 
 
 def load_reader_data(
-    path: str | Path, tasks: str | Sequence[str], cfg: Mapping[str, Any] | None = None
+    path: str | Path,
+    tasks: str | Sequence[str],
+    cfg: ReaderDataSettings | Mapping[str, Any] | None = None,
 ) -> ReaderData:
     """Read the graph table and numericalize the items of `tasks` (see the module docstring).
 
@@ -363,14 +372,14 @@ def load_reader_data(
     (classify), max_context_sentences (None = whole context), edge_types (None = all, else the
     forward edge type names to keep; see keep_edge_types).
     """
-    settings = settings_to_dict(parse_settings(ReaderDataSettings, cfg, "reader data"))
+    settings = reader_data_settings(cfg)
     rows, meta = load_rows(path, tasks)
     split_notes = carve_train_from_dev(rows, settings, path)
-    if settings["edge_types"] is not None:
-        rows = keep_edge_types(rows, meta, settings["edge_types"], path)
+    if settings.edge_types is not None:
+        rows = keep_edge_types(rows, meta, settings.edge_types, path)
     labels = (tasks,) if isinstance(tasks, str) else tuple(tasks)
     stats: Counter = Counter()
-    k = settings["max_context_sentences"]
+    k = settings.max_context_sentences
     if k is not None:
         cut_rows = []
         for row in rows:
@@ -381,13 +390,8 @@ def load_reader_data(
     train = [r for r in rows if r["split"] == "train"]
     if not train:
         raise ReaderDataError(f"{path}: task {list(labels)} has no train items")
-    output = _choose_output(train, settings["output"])
-    if settings["answer_candidates"] not in ANSWER_CANDIDATES:
-        raise ReaderDataError(
-            f"answer_candidates must be one of {ANSWER_CANDIDATES}, "
-            f"not {settings['answer_candidates']!r}"
-        )
-    vocab = Vocab.build((r["tokens"] for r in train), int(settings["min_count"]))
+    output = _choose_output(train, settings.output)
+    vocab = Vocab.build((r["tokens"] for r in train), settings.min_count)
     classes = tuple(sorted({r["answer"] for r in train})) if output == "classify" else ()
     class_id = {c: i for i, c in enumerate(classes)}
     answer_ids = {vocab.id(r["answer"]) for r in train} - {UNK_ID}
@@ -428,7 +432,7 @@ def load_reader_data(
         if output == "classify":
             ex["answer"] = class_id.get(row["answer"], -1)
             stats[f"{split}_unseen_answer"] += ex["answer"] < 0
-            if settings["restrict_to_candidates"] and row["candidates"]:
+            if settings.restrict_to_candidates and row["candidates"]:
                 allowed = sorted({class_id[c] for c in row["candidates"] if c in class_id})
                 if ex["answer"] >= 0 and ex["answer"] not in allowed:
                     stats[f"{split}_answer_not_in_candidates"] += 1
@@ -444,7 +448,7 @@ def load_reader_data(
                 cands = [surface_of.get(c, vocab.id(c)) for c in row["candidates"]]
             else:
                 cands = ex["surface"][doc_span[0] : doc_span[1]]
-                if settings["answer_candidates"] == "train_answers":
+                if settings.answer_candidates == "train_answers":
                     cands = [c for c in cands if c in answer_ids]
             cands = [c for c in dict.fromkeys(cands) if c != UNK_ID]
             stats[f"{split}_no_candidate"] += not cands
@@ -476,11 +480,11 @@ def load_reader_data(
 
 
 def carve_train_from_dev(
-    rows: list[dict], settings: Mapping[str, Any], path: Any
+    rows: list[dict], settings: ReaderDataSettings, path: Any
 ) -> dict[str, str]:
-    """Move settings['train_from_dev'] of the dev documents to train, in place (module
+    """Move settings.train_from_dev of the dev documents to train, in place (module
     docstring); returns split_notes ({} when the setting is off)."""
-    fraction = settings["train_from_dev"]
+    fraction = settings.train_from_dev
     if fraction is None:  # a fraction in (0, 1): ReaderDataSettings' bounds
         return {}
     n_train = sum(r["split"] == "train" for r in rows)
@@ -489,7 +493,7 @@ def carve_train_from_dev(
             f"{path}: train_from_dev is for tasks without train items; this one has {n_train} "
             f"(unset train_from_dev in params.yaml train_mage)"
         )
-    seed = int(settings["train_from_dev_seed"])
+    seed = settings.train_from_dev_seed
     docs = sorted({r["doc_id"] for r in rows if r["split"] == "dev"})
     carved = carve_dev(docs, float(fraction), seed)
     if len(carved) == len(docs):

@@ -55,7 +55,6 @@ import numpy as np
 import torch
 
 from models.mage.data import (
-    DATA_DEFAULTS,
     ReaderData,
     ReaderDataSettings,
     batch_order,
@@ -427,7 +426,7 @@ def task_name(task: str | Sequence[str]) -> str:
 def load_data(graphs_path: str | Path, task: str | Sequence[str], tcfg: MageTrain) -> ReaderData:
     """The reader data of a task (or task group's labels) under the data settings of tcfg."""
     with torch_threads(tcfg.threads):
-        return load_reader_data(graphs_path, task, {k: getattr(tcfg, k) for k in DATA_DEFAULTS})
+        return load_reader_data(graphs_path, task, tcfg)
 
 
 def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, log_fn, graphs):
