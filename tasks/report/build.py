@@ -11,7 +11,7 @@ tasks/report/common.py), whose SECTION names the table kinds it owns; every tabl
 tasks/report/paper_results.yaml goes to the section owning its kind. The sections are those of
 the model families' registry (models/registry.py, each Family.report), in its order, handed
 over by the stage (flows/report.py): a new family's report is its module, its registry line
-and its metrics directory in common.DEFAULTS / params.yaml `report.metrics`.
+and its metrics directory in params.yaml `report.metrics` (common.ReportMetrics).
 
 Inputs, and nothing else:
 - measured numbers: the DVC metrics files of the training stages, metrics/train_mage/
@@ -28,6 +28,7 @@ the stage on unchanged metrics rewrites the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from collections.abc import Mapping, Sequence
@@ -37,7 +38,17 @@ from typing import Any
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
 from tasks.report import common, figures
-from tasks.report.common import DASH, DEFAULTS, Measured, Section, fmt, fold, settings
+from tasks.report.common import (
+    DASH,
+    Measured,
+    ReportMetrics,
+    ReportSettings,
+    Section,
+    fmt,
+    fold,
+    reader_annotation,
+    settings,
+)
 
 
 def sections(reports: Sequence[str]) -> list[Section]:
@@ -55,15 +66,10 @@ def load_spec(path: str | Path, secs: Sequence[Section]) -> dict[str, Any]:
     return common.load_spec(path, tuple(by_kind(secs)), tuple(s.source for s in secs))
 
 
-def load_measured(metrics_dirs: Mapping[str, Any], secs: Sequence[Section]) -> dict[str, Any]:
+def load_measured(metrics_dirs: ReportMetrics, secs: Sequence[Section]) -> dict[str, Any]:
     """Per section source, its runs from the metrics directory params.yaml report.metrics
-    names (common.DEFAULTS where it names none)."""
-    return {
-        sec.source: sec.load(
-            resolve_path(metrics_dirs.get(sec.source, DEFAULTS["metrics"][sec.source]))
-        )
-        for sec in secs
-    }
+    names."""
+    return {sec.source: sec.load(resolve_path(getattr(metrics_dirs, sec.source))) for sec in secs}
 
 
 def _preamble(annotation: str | None) -> list[str]:
@@ -148,15 +154,15 @@ def render(
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write_figures(cfg: Mapping[str, Any], rows: list[Measured]) -> dict[str, str]:
-    """The PNGs under cfg["figures"]; {title: path relative to the report's folder} of those
+def write_figures(cfg: ReportSettings, rows: list[Measured]) -> dict[str, str]:
+    """The PNGs under cfg.figures; {title: path relative to the report's folder} of those
     drawn (a figure with nothing to draw is not written)."""
-    root = resolve_path(cfg.get("figures") or "plots/report")
-    artifacts = {**DEFAULTS["artifacts"], **(cfg.get("artifacts") or {})}
+    root = resolve_path(cfg.figures)
+    artifacts = dataclasses.asdict(cfg.artifacts)
     drawn = {
         "Ours vs the papers": figures.ours_vs_paper(rows, root / "ours_vs_paper.png"),
         "Annotation quality": figures.annotation_quality(
-            resolve_path(cfg.get("annotation_metrics") or "metrics/annotate"),
+            resolve_path(cfg.annotation_metrics),
             root / "annotation_quality.png",
         ),
     }
@@ -164,32 +170,36 @@ def write_figures(cfg: Mapping[str, Any], rows: list[Measured]) -> dict[str, str
         drawn[f"Learning curves: {source}"] = figures.learning_curves(
             source, resolve_path(directory), root / f"learning_curves_{source}.png"
         )
-    base = resolve_path(cfg["output"]).parent
+    base = resolve_path(cfg.output).parent
     return {t: Path(os.path.relpath(p, base)).as_posix() for t, p in drawn.items() if p}
 
 
-def write_summaries(cfg: Mapping[str, Any], rows: list[Measured], sources: Sequence[str]) -> None:
+def write_summaries(cfg: ReportSettings, rows: list[Measured], sources: Sequence[str]) -> None:
     """metrics/summary/<family>.json, the DVC metrics: one short file per family."""
-    root = resolve_path(cfg.get("summary") or "metrics/summary")
+    root = resolve_path(cfg.summary)
     for source in sources:
         write_json(
             root / f"{source}.json", common.summary_metrics([r for r in rows if r.family == source])
         )
 
 
-def build(reports: Sequence[str], cfg: Mapping[str, Any] | None = None) -> Path:
+def build(
+    reports: Sequence[str], cfg: ReportSettings | None = None, annotation: str | None = None
+) -> Path:
     """Read the paper yaml and the metrics named by `cfg` (params.yaml report); write the
     report, its figures and the per-family summary metrics, one section per report module
-    (`reports`: the registry's Family.report, in its order)."""
-    cfg = dict(cfg) if cfg is not None else settings()
+    (`reports`: the registry's Family.report, in its order). annotation: the readers'
+    annotation run the text names (params.yaml train_mage.data when cfg is not given)."""
+    if cfg is None:
+        cfg, annotation = settings(), reader_annotation()
     secs = sections(reports)
-    spec = load_spec(resolve_path(cfg["paper_results"]), secs)
-    measured = load_measured(cfg.get("metrics") or {}, secs)
+    spec = load_spec(resolve_path(cfg.paper_results), secs)
+    measured = load_measured(cfg.metrics, secs)
     rows = all_measured(spec, measured, secs)
     names = write_figures(cfg, rows)
     write_summaries(cfg, rows, [sec.source for sec in secs])
-    text = render(spec, measured, secs, annotation=cfg.get("annotation"), figure_names=names)
-    out = resolve_path(cfg["output"])
+    text = render(spec, measured, secs, annotation=annotation, figure_names=names)
+    out = resolve_path(cfg.output)
     write_text(out, text)
     return out
 

@@ -24,63 +24,54 @@ import yaml
 from tasks.core import presets
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.errors import DataError
-from tasks.core.settings import parse_settings, settings_to_dict
+from tasks.core.settings import parse_settings
 
 DASH = "—"
 PAPERS_LINK = "../../shared/papers"  # from reports/results.md: ../shared/papers of the checkout
-DEFAULTS: dict[str, Any] = {
-    "paper_results": "tasks/report/paper_results.yaml",
-    "metrics": {
-        "mage": "metrics/train_mage",
-        "coref": "metrics/train_coref",
-        "entitynlm": "metrics/train_entitynlm",
-        "corelm": "metrics/train_corelm",
-    },
-    "artifacts": {
-        "mage": "artifacts/train_mage",
-        "coref": "artifacts/train_coref",
-        "entitynlm": "artifacts/train_entitynlm",
-    },
-    "output": "reports/results.md",
-}
-
-
 # --------------------------------------------------------------------------- settings
 
 
 @dataclass
 class ReportMetrics:
-    mage: str = DEFAULTS["metrics"]["mage"]
-    coref: str = DEFAULTS["metrics"]["coref"]
-    entitynlm: str = DEFAULTS["metrics"]["entitynlm"]
-    corelm: str = DEFAULTS["metrics"]["corelm"]
+    """Each family's DVC metrics folder (its training stage's)."""
+
+    mage: str = "metrics/train_mage"
+    coref: str = "metrics/train_coref"
+    entitynlm: str = "metrics/train_entitynlm"
+    corelm: str = "metrics/train_corelm"
 
 
 @dataclass
 class ReportArtifacts:
-    mage: str = DEFAULTS["artifacts"]["mage"]
-    coref: str = DEFAULTS["artifacts"]["coref"]
-    entitynlm: str = DEFAULTS["artifacts"]["entitynlm"]
+    """The folders whose history.json files give the learning-curve figures."""
+
+    mage: str = "artifacts/train_mage"
+    coref: str = "artifacts/train_coref"
+    entitynlm: str = "artifacts/train_entitynlm"
 
 
 @dataclass
 class ReportSettings:
     """params.yaml report."""
 
-    paper_results: str = DEFAULTS["paper_results"]  # the papers' numbers + the row mapping
+    paper_results: str = "tasks/report/paper_results.yaml"  # the papers' numbers + row mapping
     metrics: ReportMetrics = field(default_factory=ReportMetrics)  # read whole; missing: "—"
     artifacts: ReportArtifacts = field(default_factory=ReportArtifacts)  # history.json curves
     annotation_metrics: str = "metrics/annotate"  # annotation quality figure
-    output: str = DEFAULTS["output"]
+    output: str = "reports/results.md"
     figures: str = "plots/report"  # PNGs embedded in the report (DVC plots)
     summary: str = "metrics/summary"  # <family>.json: the short DVC metrics
 
 
-def settings() -> dict[str, Any]:
-    """params.yaml `report` (checked strictly), plus the reader annotation run (for the text)."""
-    cfg = settings_to_dict(parse_settings(ReportSettings, params().get("report"), "report"))
-    cfg["annotation"] = (params().get("train_mage") or {}).get("data")
-    return cfg
+def settings() -> ReportSettings:
+    """params.yaml `report`, checked strictly."""
+    return parse_settings(ReportSettings, params().get("report"), "report")
+
+
+def reader_annotation() -> str | None:
+    """The annotation run the MAGE readers train on (params.yaml train_mage.data), which the
+    report's text names."""
+    return (params().get("train_mage") or {}).get("data")
 
 
 # --------------------------------------------------------------------------- families

@@ -13,8 +13,10 @@ import flows.report as report_flow
 from models import registry
 from tasks.core.config import REPO_ROOT, params
 from tasks.core.errors import DataError
+from tasks.core.settings import parse_settings, settings_to_dict
 from tasks.report import build as report
 from tasks.report import common
+from tasks.report.common import ReportSettings
 
 SPEC = REPO_ROOT / "tasks" / "report" / "paper_results.yaml"
 REPORTS = registry.reports()  # the sections, as flows/report.py hands them over
@@ -126,10 +128,10 @@ def _build(tmp_path, metrics, name="results.md") -> str:
         "paper_results": str(SPEC),
         "metrics": metrics,
         "output": str(tmp_path / "out" / name),
-        "annotation": "babi-entity-id",
         **_outputs(tmp_path),
     }
-    return report.build(REPORTS, cfg).read_text(encoding="utf-8")
+    cfg = parse_settings(ReportSettings, cfg, "report")
+    return report.build(REPORTS, cfg, annotation="babi-entity-id").read_text(encoding="utf-8")
 
 
 def _line(text: str, start: str) -> str:
@@ -356,7 +358,7 @@ def test_every_table_kind_dispatches_to_the_family_of_its_source(spec):
         "entitynlm": "metrics/train_entitynlm",
         "corelm": "metrics/train_corelm",
     }
-    assert common.DEFAULTS["metrics"] == params()["report"]["metrics"] == dirs
+    assert settings_to_dict(common.ReportMetrics()) == params()["report"]["metrics"] == dirs
 
 
 def test_output_is_deterministic(tmp_path, metrics):
@@ -373,17 +375,16 @@ def test_flow_writes_the_report(tmp_path, metrics, monkeypatch):
         "paper_results": str(SPEC),
         "metrics": metrics,
         "output": str(tmp_path / "flow.md"),
-        "annotation": None,
         **_outputs(tmp_path),
     }
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
-    monkeypatch.setattr(report, "settings", lambda: cfg)
+    monkeypatch.setattr(report, "settings", lambda: parse_settings(ReportSettings, cfg, "report"))
     report_flow.main([])
     assert (tmp_path / "flow.md").read_text(encoding="utf-8").startswith("# Results beside")
 
 
 def test_flow_names_a_missing_paper_file_in_one_error_line(tmp_path, monkeypatch, capsys):
-    cfg = {"paper_results": str(tmp_path / "nope.yaml"), "output": str(tmp_path / "x.md")}
+    cfg = ReportSettings(paper_results=str(tmp_path / "nope.yaml"), output=str(tmp_path / "x.md"))
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr(report, "settings", lambda: cfg)
     with pytest.raises(SystemExit) as exit_:
