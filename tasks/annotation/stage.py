@@ -80,7 +80,8 @@ class Plan:
 def plan(run: str) -> Plan:
     entry = run_settings(run)
     corpus, name = entry.corpus, entry.annotator
-    annotators.check(name, annotator_settings(run))  # typos and factories refused up front
+    cfg, own = settings(), annotator_settings(run)  # params.yaml read once for the plan
+    annotators.check(name, own)  # typos and factories refused up front
     source = docs_dir(corpus)
     tables = [source / f"{kind}.parquet" for kind in (DOCUMENTS, ITEMS, MENTIONS)]
     for t in tables:
@@ -93,15 +94,15 @@ def plan(run: str) -> Plan:
     for t in tables[1:]:  # items and gold mentions of another corpus would match nothing
         storage.check_same_documents(docs, tables[0], storage.read_table(t, columns=["doc_id"]), t)
     doc_ids = docs.column("doc_id").to_pylist()
-    size = settings().shard_size
+    size = cfg.shard_size
     fingerprint = hashlib.sha256(
         json.dumps(
             {
                 "inputs": [sha256_of(t) for t in tables],
                 "annotator": name,
-                "settings": annotator_settings(run),
-                "checkpoint": _checkpoint_hash(annotator_settings(run)),
-                "batch_size": settings().batch_size,
+                "settings": own,
+                "checkpoint": _checkpoint_hash(own),
+                "batch_size": cfg.batch_size,
                 "shard_size": size,
                 "code": _code_hash(),
             },
