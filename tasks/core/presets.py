@@ -199,6 +199,21 @@ def resume_command(name: str, scale: Scale, extra: list[str] | None = None, smok
     return ["dvc", "repro", *preset.targets_for(smoke)]
 
 
+def resume_scope(target: str, root: Path = REPO_ROOT) -> str:
+    """What `dvc repro` keeps of an interrupted *target*: a stage whose artifact folder is a
+    persisted output and whose `train.resume` is on continues each seed from its last.pt; any
+    other keeps only the stages (matrix or foreach items) that finished."""
+    stage = target.split("@", 1)[0]
+    dvc = load_yaml((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"].get(stage, {})
+    outs = (dvc.get("do") or dvc).get("outs", [])
+    persisted = any(isinstance(o, dict) and next(iter(o.values())).get("persist") for o in outs)
+    params = load_yaml((root / "params.yaml").read_text(encoding="utf-8"))
+    train = (params.get(stage) or {}).get("train") or {}
+    if persisted and train.get("resume"):
+        return f"{target}: each seed continues from its last.pt"
+    return f"{target}: finished stages are kept; an interrupted one restarts (no persisted last.pt)"
+
+
 def resume_hint(name: str, scale: Scale, smoke: bool, extra: list[str]) -> str:
     """The `resume` command line of a `run` with these arguments (its -S pairs kept)."""
     pairs = [x for i in range(0, len(extra) - 1) if extra[i] in ("-S", "--set-param")
@@ -237,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.verb == "resume":
         argv_ = resume_command(args.name, args.scale, extra, args.smoke)
+        for target in argv_[2:]:
+            print(resume_scope(target), flush=True)
     else:
         argv_ = command(args.name, args.scale, extra, args.smoke)
     print(shlex.join(["uv", "run", *argv_]), flush=True)

@@ -123,6 +123,20 @@ def test_resume_reproduces_the_targets_while_params_hold_the_preset(tmp_path):
         presets.resume_command("entitynlm-lm", "cpu", ["--temp"], root=repo)
 
 
+def test_every_persisted_training_folder_resumes_from_last_pt():
+    """`resume` keeps persisted outputs so that training continues from last.pt: a stage
+    that persists its artifacts without `train.resume` would restart every seed (it did:
+    train_entitynlm, hours of EntityNLM epochs)."""
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    persisted = sorted(name for name, stage in stages.items()
+                       for out in (stage.get("do") or stage).get("outs", [])
+                       if isinstance(out, dict) and next(iter(out.values())).get("persist"))  # fmt: skip
+    assert persisted == ["train_coref", "train_entitynlm"]
+    for name in persisted:
+        assert presets.resume_scope(name) == f"{name}: each seed continues from its last.pt"
+    assert presets.resume_scope("train_mage").startswith("train_mage: finished stages are kept")
+
+
 def test_a_failed_run_names_the_resume_command(monkeypatch, capsys):
     monkeypatch.setattr(presets.subprocess, "run",
                         lambda argv, cwd: type("P", (), {"returncode": 1}))  # fmt: skip
