@@ -28,7 +28,7 @@ from models.coref.train import (
     CorefData,
     TrainCorefSettings,
     encoder_model_cfg,
-    resolve_model_cfg,
+    resolve_model,
     run_params,
     stacked,
 )
@@ -56,19 +56,19 @@ def prepare_data(encoder: str, cfg: TrainCorefSettings) -> CorefData:
     splits = load_splits(cfg.corpora, drop_singletons=cfg.drop_singletons)
     log.info("%s on %s: %s documents", encoder, "+".join(cfg.corpora),
              {split: len(docs) for split, docs in splits.items()})  # fmt: skip
-    mcfg = resolve_model_cfg(encoder_model_cfg(cfg, encoder))
-    vectors = resolve_vectors(mcfg["glove_path"], params("download"), mirror_setting())
+    mcfg = resolve_model(encoder_model_cfg(cfg, encoder))
+    vectors = resolve_vectors(mcfg.glove_path, params("download"), mirror_setting())
     return CorefData(splits, vectors, word_features(cfg, mcfg, splits))
 
 
 def word_features(cfg: TrainCorefSettings, mcfg, splits) -> WordFeatures | None:
     """The LM features of train_coref.corpora when model setting lm_features names an encoder:
     the lm_features stage's files (lm_cache: true) or the LM run live on the training device."""
-    if mcfg["lm_features"] is None:
+    if mcfg.lm_features is None:
         return None
     documents = [d for docs in splits.values() for d in docs]
-    return training_features(mcfg["lm_features"], cfg.corpora, documents,
-                             cache=bool(mcfg["lm_cache"]), device=pick_device(cfg.train.device),
+    return training_features(mcfg.lm_features, cfg.corpora, documents,
+                             cache=bool(mcfg.lm_cache), device=pick_device(cfg.train.device),
                              cfg=lm_features.settings())  # fmt: skip
 
 

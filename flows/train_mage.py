@@ -37,7 +37,7 @@ from models.mage.train import (
     TrainMageSettings,
     check_split,
     recipe_train,
-    resolve_model_cfg,
+    resolve_model,
     resolve_train_cfg,
     run_params,
 )
@@ -88,10 +88,11 @@ def plan(cfg: TrainMageSettings, model: str, task: str) -> ReaderItem:
     graphs = graphs_path(cfg, model_cfg.pop("data", None))
     given = {**cfg.train, **(cfg.task_settings.get(task) or {}),
              **recipe_train(model_cfg), **own_train}  # fmt: skip
-    check_split(resolve_model_cfg(model_cfg), f"train_mage.models.{model}")
+    reader = resolve_model(model_cfg)
+    check_split(reader, f"train_mage.models.{model}")
     labels = list(cfg.task_groups.get(task, [task]))
     train = resolve_train_cfg(given, model_cfg)  # the one MageTrain every seed starts from
-    return ReaderItem(model, task, labels, str(graphs), model_cfg, train, given)
+    return ReaderItem(model, task, labels, str(graphs), model_cfg, reader, train, given)
 
 
 def seeds_of(cfg: TrainMageSettings, seeds: Sequence[int] | None) -> list[int]:

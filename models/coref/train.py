@@ -140,12 +140,20 @@ class CorefTrain(LoopSettings):
 # --------------------------------------------------------------------------- configuration
 
 
-def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    cfg = settings_to_dict(parse_settings(CorefModelSettings, model_cfg, "train_coref model"))
-    if cfg["freeze_embeddings"] is None:
-        cfg["freeze_embeddings"] = cfg["glove_path"] is not None
-    cfg["char_filter_widths"] = list(cfg["char_filter_widths"])
-    return cfg
+def resolve_model(model_cfg: Mapping[str, Any] | CorefModelSettings) -> CorefModelSettings:
+    """The one CorefModelSettings a run builds from: parsed strictly (a typo refused with
+    its key path), `freeze_embeddings` null resolved (frozen with GloVe vectors)."""
+    cfg = model_cfg if isinstance(model_cfg, CorefModelSettings) else parse_settings(
+        CorefModelSettings, model_cfg, "train_coref model")  # fmt: skip
+    frozen = cfg.glove_path is not None if cfg.freeze_embeddings is None else cfg.freeze_embeddings
+    return dataclasses.replace(cfg, freeze_embeddings=frozen,
+                               char_filter_widths=list(cfg.char_filter_widths))  # fmt: skip
+
+
+def _values(mcfg: CorefModelSettings, keys: Sequence[str] | None = None) -> dict[str, Any]:
+    """The model settings' values by name (all, or *keys*), for the architecture's config."""
+    names = [f.name for f in fields(mcfg)] if keys is None else list(keys)
+    return {k: getattr(mcfg, k) for k in names}
 
 
 def resolve_train_cfg(train_cfg: CorefTrain | Mapping[str, Any]) -> CorefTrain:
@@ -156,14 +164,14 @@ def resolve_train_cfg(train_cfg: CorefTrain | Mapping[str, Any]) -> CorefTrain:
 
 
 def model_config(
-    mcfg: Mapping[str, Any], vocab: CorefVocab, spec: FeatureSpec | None = None
+    mcfg: CorefModelSettings, vocab: CorefVocab, spec: FeatureSpec | None = None
 ) -> CorefConfig:
-    """The architecture: the model settings, the vocabulary sizes and, with lm_features, the
-    features' layers and dim (`spec`, from the features the run reads)."""
-    arch = {k: v for k, v in mcfg.items() if k not in EMBEDDING_DEFAULTS}
-    if mcfg.get("lm_features") is not None:
-        if spec is None or spec.encoder != mcfg["lm_features"]:
-            raise CorefreproError(f"{FEATURES_SETTING}={mcfg['lm_features']!r}: no features of "
+    """The architecture: the model settings (resolve_model), the vocabulary sizes and, with
+    lm_features, the features' layers and dim (`spec`, from the features the run reads)."""
+    arch = {k: v for k, v in _values(mcfg).items() if k not in EMBEDDING_DEFAULTS}
+    if mcfg.lm_features is not None:
+        if spec is None or spec.encoder != mcfg.lm_features:
+            raise CorefreproError(f"{FEATURES_SETTING}={mcfg.lm_features!r}: no features of "
                                   f"that encoder given (got {spec})")  # fmt: skip
         arch.update(lm_layers=list(spec.layers), lm_dim=spec.dim)
     return CorefConfig.from_dict(
@@ -177,7 +185,7 @@ def model_config(
 
 
 def checkpoint_config(
-    mcfg: Mapping[str, Any], vocab: CorefVocab, features: WordFeatures | None = None
+    mcfg: CorefModelSettings, vocab: CorefVocab, features: WordFeatures | None = None
 ) -> dict[str, Any]:
     """What a checkpoint is checked against: the model settings, vocabulary sizes and (only
     with lm_features, so a model without keeps its bytes) the features' encoder/layers/dim
@@ -186,8 +194,8 @@ def checkpoint_config(
     cfg = {
         k: v for k, v in model_config(mcfg, vocab, spec).to_dict().items() if k not in RUNTIME_KEYS
     }
-    cfg.update({k: mcfg[k] for k in EMBEDDING_DEFAULTS if k not in SOURCE_KEYS})
-    if features is not None and mcfg.get("lm_features") is not None:
+    cfg.update(_values(mcfg, [k for k in EMBEDDING_DEFAULTS if k not in SOURCE_KEYS]))
+    if features is not None and mcfg.lm_features is not None:
         cfg[EXTRACTOR_KEY] = dict(features.recorded)
     return cfg
 
@@ -258,7 +266,7 @@ def evaluate(
 
 
 def prepare_vocab(
-    mcfg: Mapping[str, Any],
+    mcfg: CorefModelSettings,
     train_docs: Sequence[CorefDocument],
     other_docs: Sequence[CorefDocument] = (),
     vectors: tuple[Path | None, str] | None = None,
@@ -266,13 +274,13 @@ def prepare_vocab(
     """(vocabulary, pretrained vectors or None, embeddings info for MLflow); `vectors`: the
     stage's resolve_vectors of glove_path (with download settings and mirror), else resolved
     here with the library's defaults."""
-    glove, source = vectors if vectors is not None else resolve_vectors(mcfg["glove_path"])
-    if glove is None and mcfg["glove_path"] is not None:
+    glove, source = vectors if vectors is not None else resolve_vectors(mcfg.glove_path)
+    if glove is None and mcfg.glove_path is not None:
         log.warning("pretrained vectors: %s", source)
     extra: set[str] = set()
     if glove is not None:
         extra = pretrained_words(glove, {t for d in [*train_docs, *other_docs] for t in d.tokens})
-    vocab = build_vocab(train_docs, min_count=int(mcfg["min_count"]), extra_words=extra)
+    vocab = build_vocab(train_docs, min_count=int(mcfg.min_count), extra_words=extra)
     if glove is None:
         return (
             vocab,
@@ -280,17 +288,17 @@ def prepare_vocab(
             {
                 "embeddings": "random",
                 "embeddings_source": source,
-                "embedding_dim": mcfg["embedding_dim"],
+                "embedding_dim": mcfg.embedding_dim,
             },
         )
-    pretrained = load_pretrained(glove, vocab, int(mcfg["embedding_dim"]))
+    pretrained = load_pretrained(glove, vocab, int(mcfg.embedding_dim))
     info = {
         "embeddings": "glove",
         "glove_path": str(glove),
         "embeddings_source": source,
-        "embedding_dim": mcfg["embedding_dim"],
+        "embedding_dim": mcfg.embedding_dim,
         "glove_coverage": round(pretrained.coverage, 6),
-        "frozen": bool(mcfg["freeze_embeddings"]),
+        "frozen": bool(mcfg.freeze_embeddings),
     }
     return vocab, pretrained, info
 
@@ -313,15 +321,15 @@ class CorefRecipe(Recipe):
 
     log_keys = ("conll_f1", "mentions_f1")
 
-    def __init__(self, splits, mcfg: Mapping[str, Any], tcfg: CorefTrain, vocab, pretrained,
+    def __init__(self, splits, mcfg: CorefModelSettings | Mapping[str, Any], tcfg: CorefTrain, vocab, pretrained,
                  features: WordFeatures | None = None):  # fmt: skip
-        self.splits, self.mcfg, self.tcfg, self.vocab = splits, dict(mcfg), tcfg, vocab
+        self.splits, self.mcfg, self.tcfg, self.vocab = splits, resolve_model(mcfg), tcfg, vocab
         self.features = features
         self.spec = features.spec if features is not None else None
-        self.model = CorefModel(model_config(mcfg, vocab, self.spec))
+        self.model = CorefModel(model_config(self.mcfg, vocab, self.spec))
         if pretrained is not None:
             self.model.load_pretrained(
-                pretrained.vectors, pretrained.found, bool(mcfg["freeze_embeddings"])
+                pretrained.vectors, pretrained.found, bool(self.mcfg.freeze_embeddings)
             )
         self.rng = random.Random(tcfg.seed)
         self.info: dict[str, Any] = {}
@@ -375,7 +383,7 @@ class StackedCorefRecipe(Recipe):
 
     log_keys = CorefRecipe.log_keys
 
-    def __init__(self, splits, mcfg: Mapping[str, Any], tcfgs: Sequence[CorefTrain], vocab,
+    def __init__(self, splits, mcfg: CorefModelSettings | Mapping[str, Any], tcfgs: Sequence[CorefTrain], vocab,
                  pretrained, features: WordFeatures | None = None) -> None:  # fmt: skip
         differ = {k for t in tcfgs for k, v in settings_to_dict(t).items()
                   if k != "seed" and v != getattr(tcfgs[0], k)}  # fmt: skip
@@ -466,7 +474,7 @@ def train_and_evaluate(
     (prepare_vocab). Returns the metrics (dev, test, curve, embeddings, timings).
     """
     tcfg = resolve_train_cfg(train_cfg)
-    mcfg = resolve_model_cfg(model_cfg)
+    mcfg = resolve_model(model_cfg)
     started = time.perf_counter()
     splits = _splits(train_docs, dev_docs, test_docs)
     with torch_threads(tcfg.threads):
@@ -476,7 +484,7 @@ def train_and_evaluate(
         embeddings.update(features_info(mcfg, features))
         recipe = CorefRecipe(splits, mcfg, tcfg, vocab, pretrained, features)
         recipe.info = {"embeddings": embeddings}
-    result = fit(recipe, tcfg, out_dir, name=f"{mcfg['encoder']} seed {tcfg.seed}",
+    result = fit(recipe, tcfg, out_dir, name=f"{mcfg.encoder} seed {tcfg.seed}",
                  log_metrics=log_metrics)  # fmt: skip
     return _final(recipe, result, embeddings, started, log_metrics)
 
@@ -496,7 +504,7 @@ def train_and_evaluate_stacked(
     """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
     computation (StackedCorefRecipe): each seed's out_dir, curve and metrics as if alone."""
     tcfgs = [resolve_train_cfg(t) for t in train_cfgs]
-    mcfg = resolve_model_cfg(model_cfg)
+    mcfg = resolve_model(model_cfg)
     started = time.perf_counter()
     splits = _splits(train_docs, dev_docs, test_docs)
     with torch_threads(tcfgs[0].threads):
@@ -507,7 +515,7 @@ def train_and_evaluate_stacked(
         for r in recipe.recipes:
             r.info = {"embeddings": embeddings}
     sinks = list(log_metrics or [None] * len(tcfgs))
-    names = [f"{mcfg['encoder']} seed {t.seed} (stacked)" for t in tcfgs]
+    names = [f"{mcfg.encoder} seed {t.seed} (stacked)" for t in tcfgs]
     loop = dataclasses.replace(tcfgs[0], resume=False)  # lanes do not resume
     fits = fit_lanes(recipe, loop, list(out_dirs), names=names, log_metrics=sinks)
     results = []
@@ -518,16 +526,16 @@ def train_and_evaluate_stacked(
     return results
 
 
-def features_info(mcfg: Mapping[str, Any], features: WordFeatures | None) -> dict[str, Any]:
+def features_info(mcfg: CorefModelSettings, features: WordFeatures | None) -> dict[str, Any]:
     """The LM features a run reads, for its metrics and MLflow ({} for a model without)."""
-    if mcfg["lm_features"] is None:
+    if mcfg.lm_features is None:
         return {}
     if features is None:
-        raise CorefreproError(f"{FEATURES_SETTING}={mcfg['lm_features']!r}: the run was given no "
+        raise CorefreproError(f"{FEATURES_SETTING}={mcfg.lm_features!r}: the run was given no "
                               "features (models/coref/features.py training_features)")  # fmt: skip
     spec = features.spec
     return {"lm_features": {"encoder": spec.encoder, "layers": list(spec.layers), "dim": spec.dim,
-                            "cache": bool(mcfg["lm_cache"])}}  # fmt: skip
+                            "cache": bool(mcfg.lm_cache)}}  # fmt: skip
 
 
 def _splits(train_docs, dev_docs, test_docs) -> dict[str, Sequence[CorefDocument]]:
@@ -547,7 +555,7 @@ def _final(recipe: CorefRecipe, result, embeddings, started: float, log_metrics)
         dev = recipe.evaluate("dev", result.precision)
         test = recipe.evaluate("test", result.precision) if recipe.splits["test"] else {}
     metrics = {
-        "encoder": recipe.mcfg["encoder"],
+        "encoder": recipe.mcfg.encoder,
         "seed": tcfg.seed,
         "dev": dev,
         "test": test,
@@ -615,7 +623,7 @@ def encoder_model_cfg(cfg: TrainCorefSettings, encoder: str) -> dict[str, Any]:
 def run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict[str, Any]:
     """A seed's model and train settings and its data, as its MLflow run records them."""
     return {
-        "model": resolve_model_cfg(encoder_model_cfg(cfg, encoder)),
+        "model": settings_to_dict(resolve_model(encoder_model_cfg(cfg, encoder))),
         "train": settings_to_dict(dataclasses.replace(cfg.train, seed=int(seed))),
         "corpora": list(cfg.corpora),
         "drop_singletons": cfg.drop_singletons,

@@ -169,27 +169,29 @@ def recipe_train(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     return dict(AUTHORS_RECIPE["train"]) if model_cfg.get("recipe") == "authors" else {}
 
 
-def resolve_model_cfg(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults filled in (the recipe's under the keys given), aliases resolved (encoder
-    dagrnn), unknown keys refused."""
-    raw = dict(model_cfg)
-    if raw.get("recipe") == "authors":
-        raw = {**AUTHORS_RECIPE["model"], **raw}
-    cfg = settings_to_dict(parse_settings(MageModel, raw, "train_mage model"))
-    if cfg["encoder"] == "dagrnn":
-        cfg["encoder"], cfg["mage_mode"] = "mage", "dagrnn"
-    if cfg["encoder"] == "gru":  # MAGE-only settings play no part: normalize them away
-        cfg["mage_mode"], cfg["coref_size"], cfg["edge_combine"] = "split", 0, "concat"
-    elif cfg["mage_mode"] != "split":
-        cfg["coref_size"] = 0
-        if cfg["edge_combine"] != "concat":
+def resolve_model(model_cfg: Mapping[str, Any] | MageModel) -> MageModel:
+    """The one MageModel a reader is built from: defaults filled in (the recipe's under the
+    keys given), unknown keys refused, aliases resolved (encoder dagrnn) and settings that
+    play no part normalized away, so equal models compare (and fingerprint) equal."""
+    if isinstance(model_cfg, MageModel):
+        cfg = model_cfg
+    else:
+        raw = dict(model_cfg)
+        if raw.get("recipe") == "authors":
+            raw = {**AUTHORS_RECIPE["model"], **raw}
+        cfg = parse_settings(MageModel, raw, "train_mage model")
+    if cfg.encoder == "dagrnn":
+        cfg = dataclasses.replace(cfg, encoder="mage", mage_mode="dagrnn")
+    if cfg.encoder == "gru":  # MAGE-only settings play no part
+        cfg = dataclasses.replace(cfg, mage_mode="split", coref_size=0, edge_combine="concat")
+    elif cfg.mage_mode != "split":
+        cfg = dataclasses.replace(cfg, coref_size=0)
+        if cfg.edge_combine != "concat":
             raise ConfigError(
-                f"train_mage model: edge_combine {cfg['edge_combine']!r} weighs the per-type "
-                f"slices of a split MAGE state; mage_mode {cfg['mage_mode']!r} has none"
+                f"train_mage model: edge_combine {cfg.edge_combine!r} weighs the per-type "
+                f"slices of a split MAGE state; mage_mode {cfg.mage_mode!r} has none"
             )
-    if cfg["reader"] == "bigru":
-        cfg["num_layers"] = 1
-    return cfg
+    return dataclasses.replace(cfg, num_layers=1) if cfg.reader == "bigru" else cfg
 
 
 def resolve_train_cfg(
@@ -213,54 +215,45 @@ def epoch_lr(tcfg: MageTrain, epoch: int) -> float:
     return tcfg.lr * 0.5**halvings
 
 
-def model_label(model_cfg: Mapping[str, Any]) -> str:
+def model_label(model_cfg: Mapping[str, Any] | MageModel) -> str:
     """The row name of Table 1: bigru, bigru+onehot, bigru+mage16, ga+mage-shared, ga+dagrnn."""
-    cfg = resolve_model_cfg(model_cfg)
-    name = cfg["reader"]
-    if cfg["one_hot"]:
-        name += "+onehot"
-    if cfg["encoder"] == "mage":
-        mode = cfg["mage_mode"]
-        name += (
-            f"+mage{cfg['coref_size']}"
-            if mode == "split"
-            else ("+mage-shared" if mode == "shared" else "+dagrnn")
-        )
-        if cfg["edge_combine"] == "attention":
-            name += "-attention"
-    if cfg["recipe"] == "authors":
-        name += "+authors"
-    return name
+    cfg = resolve_model(model_cfg)
+    name = cfg.reader + ("+onehot" if cfg.one_hot else "")
+    if cfg.encoder == "mage":
+        modes = {"split": f"+mage{cfg.coref_size}", "shared": "+mage-shared"}
+        name += modes.get(cfg.mage_mode, "+dagrnn")
+        name += "-attention" if cfg.edge_combine == "attention" else ""
+    return name + ("+authors" if cfg.recipe == "authors" else "")
 
 
-def build_model(model_cfg: Mapping[str, Any], data: ReaderData) -> torch.nn.Module:
-    cfg = resolve_model_cfg(model_cfg)
+def build_model(model_cfg: Mapping[str, Any] | MageModel, data: ReaderData) -> torch.nn.Module:
+    cfg = resolve_model(model_cfg)
     kwargs: dict[str, Any] = dict(
-        embed_dim=cfg["embed_dim"],
-        hidden_size=cfg["hidden_size"],
-        encoder=cfg["encoder"],
+        embed_dim=cfg.embed_dim,
+        hidden_size=cfg.hidden_size,
+        encoder=cfg.encoder,
         num_edge_types=data.num_edge_types,
-        coref_size=cfg["coref_size"] or 16,
-        mage_mode=cfg["mage_mode"],
-        one_hot_coref=cfg["one_hot"],
-        max_chains=data.max_chains if cfg["one_hot"] else 0,
+        coref_size=cfg.coref_size or 16,
+        mage_mode=cfg.mage_mode,
+        one_hot_coref=cfg.one_hot,
+        max_chains=data.max_chains if cfg.one_hot else 0,
         output=data.output,
         num_classes=len(data.classes) or None,
-        dropout=cfg["dropout"],
-        edge_combine=cfg["edge_combine"],
-        init=cfg["init"],
-        dropout_at=cfg["dropout_at"],
-        attention_sum=cfg["attention_sum"],
+        dropout=cfg.dropout,
+        edge_combine=cfg.edge_combine,
+        init=cfg.init,
+        dropout_at=cfg.dropout_at,
+        attention_sum=cfg.attention_sum,
     )
-    if cfg["reader"] == "ga":
-        kwargs["num_layers"] = cfg["num_layers"]
-    return READERS[cfg["reader"]](len(data.vocab), **kwargs)
+    if cfg.reader == "ga":
+        kwargs["num_layers"] = cfg.num_layers
+    return READERS[cfg.reader](len(data.vocab), **kwargs)
 
 
-def checkpoint_config(model_cfg: Mapping[str, Any], data: ReaderData) -> dict[str, Any]:
+def checkpoint_config(model_cfg: Mapping[str, Any] | MageModel, data: ReaderData) -> dict[str, Any]:
     """What the weights mean: the model architecture and the data encoding (vocabulary,
     classes, one-hot width). Training hyperparameters are stored beside it, not compared."""
-    return {"model": resolve_model_cfg(model_cfg), "data": data.signature()}
+    return {"model": settings_to_dict(resolve_model(model_cfg)), "data": data.signature()}
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -315,9 +308,10 @@ class ReaderRecipe(Recipe):
 
     log_keys = ("acc", "loss")
 
-    def __init__(self, data: ReaderData, mcfg: Mapping, tcfg: MageTrain, graphs: str | Path):
-        self.data, self.mcfg, self.tcfg, self.graphs = data, dict(mcfg), tcfg, graphs
-        self.model = build_model(mcfg, data)
+    def __init__(self, data: ReaderData, mcfg: MageModel | Mapping[str, Any], tcfg: MageTrain,
+                 graphs: str | Path):  # fmt: skip
+        self.data, self.mcfg, self.tcfg, self.graphs = data, resolve_model(mcfg), tcfg, graphs
+        self.model = build_model(self.mcfg, data)
         self._optimizer: torch.optim.Optimizer | None = None
 
     def optimizer(self) -> tuple[torch.optim.Optimizer, None]:
@@ -396,7 +390,7 @@ def _set_lr(optimizer: torch.optim.Optimizer | None, lr: float) -> None:
 def train_and_evaluate(
     graphs_path: str | Path,
     task: str | Sequence[str],
-    model_cfg: Mapping[str, Any],
+    model_cfg: Mapping[str, Any] | MageModel,
     train_cfg: Mapping[str, Any] | MageTrain,
     out_dir: str | Path,
     *,
@@ -411,7 +405,7 @@ def train_and_evaluate(
     `data` may be passed pre-loaded (it must come from the same graphs and settings).
     """
     tcfg = resolve_train_cfg(train_cfg, model_cfg)
-    mcfg = resolve_model_cfg(model_cfg)
+    mcfg = resolve_model(model_cfg)
     name = model_name or model_label(mcfg)
     if data is None:
         data = load_data(graphs_path, task, tcfg)
@@ -429,7 +423,7 @@ def load_data(graphs_path: str | Path, task: str | Sequence[str], tcfg: MageTrai
         return load_reader_data(graphs_path, task, tcfg)
 
 
-def _train(data, mcfg, tcfg: MageTrain, out_dir: Path, name, dataset, log_fn, graphs):
+def _train(data, mcfg: MageModel, tcfg: MageTrain, out_dir: Path, name, dataset, log_fn, graphs):
     started = time.perf_counter()
     if not data.splits["dev"]:
         raise CorefreproError(f"{dataset}: no dev items: model selection needs a dev split")
@@ -516,16 +510,18 @@ class StackedReaderRecipe(Recipe):
 
     log_keys = ("acc", "loss")
 
-    def __init__(self, data: ReaderData, mcfg: Mapping, tcfgs: Sequence[MageTrain], graphs):
+    def __init__(self, data: ReaderData, mcfg: MageModel | Mapping[str, Any],
+                 tcfgs: Sequence[MageTrain], graphs):  # fmt: skip
         differ = {k for t in tcfgs for k, v in settings_to_dict(t).items()
                   if k != "seed" and v != getattr(tcfgs[0], k)}  # fmt: skip
         if differ:
             raise CorefreproError(f"stacked seeds must share every setting but the seed: {differ}")
-        self.data, self.mcfg, self.tcfgs, self.graphs = data, dict(mcfg), list(tcfgs), graphs
+        self.data, self.tcfgs, self.graphs = data, list(tcfgs), graphs
+        self.mcfg = resolve_model(mcfg)
         readers, generators = [], []
         for t in tcfgs:  # each seed's model and dropout stream start as in a separate run
             seed_everything(t.seed)
-            readers.append(build_model(mcfg, data))
+            readers.append(build_model(self.mcfg, data))
             generators.append(torch.Generator().manual_seed(0))
             generators[-1].set_state(torch.get_rng_state())
         self.model = StackedReader(readers, generators)
@@ -647,7 +643,7 @@ class StackedReaderRecipe(Recipe):
 def train_stacked(
     graphs_path: str | Path,
     task: str | Sequence[str],
-    model_cfg: Mapping[str, Any],
+    model_cfg: Mapping[str, Any] | MageModel,
     train_cfgs: Sequence[Mapping[str, Any] | MageTrain],
     out_dirs: Sequence[str | Path],
     *,
@@ -658,7 +654,7 @@ def train_stacked(
     """train_and_evaluate for several seeds (train_cfgs differing only in seed) trained as one
     stacked model; each seed gets its own out_dir, metrics and log_metrics sink, as if alone."""
     tcfgs = [resolve_train_cfg(t, model_cfg) for t in train_cfgs]
-    mcfg = resolve_model_cfg(model_cfg)
+    mcfg = resolve_model(model_cfg)
     name = model_name or model_label(mcfg)
     if data is None:
         data = load_data(graphs_path, task, tcfgs[0])
@@ -702,7 +698,7 @@ def _train_stacked(data, mcfg, tcfgs, out_dirs, name, dataset, sinks, graphs) ->
 
 
 def restore(
-    checkpoint: str | Path, model_cfg: Mapping[str, Any], data: ReaderData
+    checkpoint: str | Path, model_cfg: Mapping[str, Any] | MageModel, data: ReaderData
 ) -> torch.nn.Module:
     """A model rebuilt from a checkpoint, which must match (model_cfg, data)."""
     ckpt = load_checkpoint(checkpoint, checkpoint_config(model_cfg, data))
@@ -778,7 +774,7 @@ def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -
     model_cfg = {**cfg.model_defaults, **entry}
     model = parse_settings(MageModel, model_cfg, where)
     try:
-        resolve_model_cfg(model_cfg)
+        resolve_model(model_cfg)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {p.split(': ', 1)[-1]}" for p in exc.problems) from exc
     base = parse_settings(MageTrain, cfg.train, "train_mage.train")
@@ -786,14 +782,14 @@ def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -
     return model, override_settings(base, train, f"{where}.train")
 
 
-def check_split(mcfg: Mapping[str, Any], where: str) -> None:
+def check_split(mcfg: MageModel, where: str) -> None:
     """A split MAGE state needs room for both parts (§4.2: the total fixed, d of it for
     coreference): refused before any data is read, not when the layer is built."""
-    split = mcfg["encoder"] == "mage" and mcfg["mage_mode"] == "split"
-    if split and not 1 <= mcfg["coref_size"] < mcfg["hidden_size"]:
+    split = mcfg.encoder == "mage" and mcfg.mage_mode == "split"
+    if split and not 1 <= mcfg.coref_size < mcfg.hidden_size:
         raise ConfigError(
-            f"{where}: coref_size {mcfg['coref_size']} must be in [1, hidden_size "
-            f"{mcfg['hidden_size']}) (MAGE (d): d of the hidden size for coreference, §4.2)"
+            f"{where}: coref_size {mcfg.coref_size} must be in [1, hidden_size "
+            f"{mcfg.hidden_size}) (MAGE (d): d of the hidden size for coreference, §4.2)"
         )
 
 
@@ -808,7 +804,9 @@ class ReaderItem:
     task: str  # a task label, or a key of task_groups
     labels: list[str]  # the task labels trained jointly
     graphs: str  # data/graphs/<run>/graphs.parquet
-    model_cfg: dict[str, Any]  # model_defaults + the entry (its train and data keys out)
+    model_cfg: dict[str, Any]  # model_defaults + the entry (its train and data keys out):
+    # the keys params.yaml sets, which the stage's settings fingerprint hashes
+    reader: MageModel  # model_cfg resolved (resolve_model): what every seed builds
     train: MageTrain  # the train settings, every layer applied; each seed replaces `seed`
     # the train keys params.yaml sets, layered as above: what the stage's settings
     # fingerprint hashes (a new default in MageTrain then invalidates no seed trained apart)
@@ -828,7 +826,7 @@ class ReaderItem:
 def train_seed(item: str, seed: int, data: ReaderData, settings: ReaderItem,
                out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
     """One seed of one (model, task) (tasks/training/family.py SeedTrainer)."""
-    metrics = train_and_evaluate(settings.graphs, settings.task_arg, settings.model_cfg,
+    metrics = train_and_evaluate(settings.graphs, settings.task_arg, settings.reader,
                                  settings.seed_train(seed), out_dir, model_name=settings.model,
                                  data=data, log_metrics=log_metrics)  # fmt: skip
     metrics["task"] = settings.task
@@ -839,7 +837,7 @@ def train_seeds_stacked(item: str, seeds: Sequence[int], data: ReaderData, setti
                         out_dirs: Sequence[str | Path], *, log_metrics=None) -> list[dict]:  # fmt: skip
     """train_seed for every seed at once (train_stacked): out_dirs[i] and log_metrics[i]
     (one sink per seed, or None) are seed i's."""
-    results = train_stacked(settings.graphs, settings.task_arg, settings.model_cfg,
+    results = train_stacked(settings.graphs, settings.task_arg, settings.reader,
                             [settings.seed_train(s) for s in seeds], out_dirs,
                             model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
     for metrics in results:
@@ -850,7 +848,7 @@ def train_seeds_stacked(item: str, seeds: Sequence[int], data: ReaderData, setti
 def run_params(settings: ReaderItem, seed: int, data: ReaderData) -> dict[str, Any]:
     """A seed's model and train settings and its data, as its MLflow run records them."""
     data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
-    return {"model": resolve_model_cfg(settings.model_cfg),
+    return {"model": settings_to_dict(settings.reader),
             "train": settings_to_dict(settings.seed_train(seed)), "data": data_params}  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def coref_step() -> Callable[[], None]:
 
     rng = random.Random(0)
     docs = [b.document(rng, i) for i in range(4)]
-    mcfg = tr.resolve_model_cfg({**b.PAPER, "encoder": "baseline"})
+    mcfg = tr.resolve_model({**b.PAPER, "encoder": "baseline"})
     tcfg = tr.resolve_train_cfg({**b.TRAIN, "seed": 1})
     recipe = tr.CorefRecipe({"train": docs, "dev": docs[:1], "test": []}, mcfg, tcfg,
                             build_vocab(docs), None)  # fmt: skip

@@ -39,7 +39,7 @@ def _coref():
     docs = [document(random.Random(0), i) for i in range(6)]
     sizes = {"embedding_dim": 16, "char_filters": 4, "lstm_size": 16, "ffnn_size": 16,
              "feature_size": 4, "asl_mlp_size": 8, "dropout": 0.0, "lexical_dropout": 0.0}  # fmt: skip
-    mcfg = tr.resolve_model_cfg({**sizes, "encoder": "lsl"})
+    mcfg = tr.resolve_model({**sizes, "encoder": "lsl"})
     tcfg = tr.resolve_train_cfg({**SETTINGS, "resume": False, "max_sentences": 6})
     splits = {"train": docs[:5], "dev": docs[5:], "test": []}
     return tr.CorefRecipe(splits, mcfg, tcfg, build_vocab(docs), None), tcfg

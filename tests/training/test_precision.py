@@ -32,7 +32,7 @@ def _coref():
     docs = [document(rng, i) for i in range(4)]
     sizes = {"embedding_dim": 16, "char_filters": 4, "lstm_size": 16, "ffnn_size": 16,
              "feature_size": 4, "asl_mlp_size": 8}  # fmt: skip
-    mcfg = tr.resolve_model_cfg({**sizes, "encoder": "lsl"})
+    mcfg = tr.resolve_model({**sizes, "encoder": "lsl"})
     tcfg = tr.resolve_train_cfg({"epochs": 2, "threads": 1, "log_every_s": 0, "resume": False,
                                  "device": "cpu", "max_sentences": 6})  # fmt: skip
     torch.manual_seed(1)

@@ -63,7 +63,7 @@ def test_bench_coref_stacked_vs_sequential(encoder):
     rng = random.Random(0)
     docs = [document(rng, i) for i in range(K * (STEPS + 1))]
     vocab = build_vocab(docs)
-    mcfg = tr.resolve_model_cfg({**PAPER, "encoder": encoder})
+    mcfg = tr.resolve_model({**PAPER, "encoder": encoder})
     tcfgs = [tr.resolve_train_cfg({**TRAIN, "seed": s}) for s in range(1, K + 1)]
     splits = {"train": docs, "dev": docs[:1], "test": []}
     steps = [docs[i * K : (i + 1) * K] for i in range(STEPS + 1)]

@@ -22,7 +22,7 @@ from models.coref.train import (
     checkpoint_config,
     evaluate,
     load_checkpoint,
-    resolve_model_cfg,
+    resolve_model,
     restore,
     train_and_evaluate,
 )
@@ -176,7 +176,7 @@ def test_checkpoint_reloads_and_refuses_another_configuration(trained, splits):
     again = evaluate(model, docs["train"], vocab)
     assert again["conll_f1"] == pytest.approx(metrics["dev"]["conll_f1"], abs=1e-6)
     other = checkpoint_config(
-        resolve_model_cfg({**TINY, "dropout": 0.0, "lexical_dropout": 0.0, "encoder": "asl"}),
+        resolve_model({**TINY, "dropout": 0.0, "lexical_dropout": 0.0, "encoder": "asl"}),
         vocab,
     )
     with pytest.raises(CheckpointMismatchError, match=r"encoder: 'baseline' \(checkpoint\)"):

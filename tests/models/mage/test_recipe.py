@@ -24,12 +24,12 @@ pytestmark = pytest.mark.usefixtures("local_flows")
 
 
 def test_the_authors_recipe_fills_the_keys_a_model_does_not_set():
-    cfg = tr.resolve_model_cfg({"encoder": "mage", "recipe": "authors"})
-    assert (cfg["init"], cfg["dropout_at"], cfg["attention_sum"]) == (
+    cfg = tr.resolve_model({"encoder": "mage", "recipe": "authors"})
+    assert (cfg.init, cfg.dropout_at, cfg.attention_sum) == (
         "glorot", "between_layers", "candidates")  # fmt: skip
-    assert tr.resolve_model_cfg({"recipe": "authors", "init": "torch"})["init"] == "torch"
-    default = tr.resolve_model_cfg({})
-    assert (default["init"], default["dropout_at"], default["attention_sum"]) == (
+    assert tr.resolve_model({"recipe": "authors", "init": "torch"}).init == "torch"
+    default = tr.resolve_model({})
+    assert (default.init, default.dropout_at, default.attention_sum) == (
         "torch", "all", "document")  # fmt: skip
     t = tr.resolve_train_cfg({"batch_size": 8}, {"recipe": "authors"})
     assert (t.lr, t.lr_halve_from, t.lr_halve_every, t.clip, t.clip_mode) == (
@@ -67,14 +67,12 @@ def test_in_the_stage_the_recipe_overrides_the_global_train_but_not_the_models_o
 
 
 def test_attention_over_edges_needs_a_split_mage_state():
-    assert tr.resolve_model_cfg({"edge_combine": "attention"})["edge_combine"] == "concat"  # gru
-    cfg = tr.resolve_model_cfg({"encoder": "mage", "edge_combine": "attention"})
-    assert cfg["edge_combine"] == "attention"
+    assert tr.resolve_model({"edge_combine": "attention"}).edge_combine == "concat"  # gru
+    cfg = tr.resolve_model({"encoder": "mage", "edge_combine": "attention"})
+    assert cfg.edge_combine == "attention"
     assert tr.model_label(cfg) == "bigru+mage16-attention"
     with pytest.raises(ConfigError, match="edge_combine"):
-        tr.resolve_model_cfg(
-            {"encoder": "mage", "mage_mode": "shared", "edge_combine": "attention"}
-        )
+        tr.resolve_model({"encoder": "mage", "mage_mode": "shared", "edge_combine": "attention"})
 
 
 def test_the_learning_rate_is_halved_after_every_epoch_from_the_third():

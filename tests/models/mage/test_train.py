@@ -162,12 +162,18 @@ def test_model_configs_and_labels():
     assert tr.model_label({"reader": "ga", "encoder": "dagrnn"}) == "ga+dagrnn"
     assert tr.model_label({"one_hot": True}) == "bigru+onehot"
     # total hidden fixed at 256 (§4.2): MAGE(16) splits it 240 + 16
-    assert tr.resolve_model_cfg({"encoder": "mage"})["hidden_size"] == 256
+    assert tr.resolve_model({"encoder": "mage"}).hidden_size == 256
+    # aliases resolved and settings that play no part normalized away: equal models are equal
+    assert tr.resolve_model({"reader": "ga", "encoder": "dagrnn", "coref_size": 8}) == (
+        tr.resolve_model({"reader": "ga", "encoder": "mage", "mage_mode": "dagrnn"})
+    )
+    assert tr.resolve_model({"num_layers": 2, "coref_size": 4}) == tr.resolve_model({})
+    assert tr.resolve_model(tr.resolve_model({"encoder": "dagrnn"})).mage_mode == "dagrnn"
     with pytest.raises(
         tr.CorefreproError,
         match=r"train_mage model\.hidden: unknown setting \(did you mean hidden_size\?\)",
     ):
-        tr.resolve_model_cfg({"hidden": 3})
+        tr.resolve_model({"hidden": 3})
     with pytest.raises(
         tr.CorefreproError,
         match=r"train_mage train\.epoch: unknown setting \(did you mean epochs\?\)",
