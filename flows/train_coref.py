@@ -35,6 +35,7 @@ from models.coref.train import (
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import mirror_setting, params
 from tasks.training.stage import (
+    drop_other_seeds,
     load_settings,
     train_tracked_seed,
     train_tracked_seeds_stacked,
@@ -104,6 +105,8 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
     encoder_model_cfg(cfg, encoder)  # fail early on an unknown encoder
     data = prepare_data(encoder, cfg)
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
+    if seed is None:
+        drop_other_seeds(STAGE, encoder, seeds)
     if stacked(cfg, seeds):  # one computation, each seed as if alone (#15.1)
         results = train_stacked_task(encoder, seeds, data, cfg)
     else:

@@ -23,7 +23,13 @@ from models import registry
 from models.entitynlm import ngram
 from models.entitynlm.train import MODELS, TrainEntityNLMSettings, prepare_data, run_params
 from tasks.core.storage import write_metrics
-from tasks.training.stage import load_settings, metrics_path, train_tracked_seed, write_summary
+from tasks.training.stage import (
+    drop_other_seeds,
+    load_settings,
+    metrics_path,
+    train_tracked_seed,
+    write_summary,
+)
 
 log = logging.getLogger("corefrepro.train_entitynlm")
 FAMILY = registry.get("entitynlm")
@@ -57,6 +63,8 @@ def train_entitynlm(model: str, seed: int | None = None) -> dict:
         write_metrics(metrics_path(STAGE, model), summary)
         return summary
     seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
+    if seed is None:
+        drop_other_seeds(STAGE, model, seeds)
     results = [train_seed_task(model, s, (splits, vocab), cfg) for s in seeds]
     return write_summary(FAMILY, model, results)
 

@@ -556,10 +556,11 @@ def training_features(encoder: str, corpora: Sequence[str], documents: Sequence[
         raise CorefreproError(f"cached features of {encoder} have layers {list(cached.spec.layers)},"
                               f" lm_features.encoders.{encoder}.layers {wanted.layers}: rerun the "
                               "lm_features stages")  # fmt: skip
-    if cached.recorded != recorded_extractor(cfg, encoder):
+    recorded = recorded_extractor(cfg, encoder)
+    if cached.recorded != recorded:
         raise CorefreproError(f"cached features of {encoder} were computed as {cached.recorded}, "
-                              f"lm_features.encoders.{encoder} says "
-                              f"{recorded_extractor(cfg, encoder)}: rerun the lm_features stages")  # fmt: skip
+                              f"lm_features.encoders.{encoder} says {recorded}: rerun the "
+                              "lm_features stages")  # fmt: skip
     cached.verify(documents)
     return cached
 

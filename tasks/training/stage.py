@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,8 @@ from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run, 
 from tasks.training.family import Family
 from tasks.training.loop import HISTORY
 
+log = logging.getLogger("corefrepro.training")
+
 
 def load_settings(family: Family) -> Any:
     """params.yaml train_<name> parsed into family.settings: every key checked before any work."""
@@ -29,6 +33,19 @@ def load_settings(family: Family) -> Any:
 
 def artifact_dir(stage: str, item: str, seed: int) -> Path:
     return resolve_path(f"artifacts/{stage}") / item / f"seed{seed}"
+
+
+def drop_other_seeds(stage: str, item: str, seeds: Sequence[int]) -> None:
+    """A persisted artifact folder (DVC keeps it between runs, so that last.pt survives a
+    kill) also keeps the seed folders of an earlier `seeds` list; a run of the whole list
+    removes them, so the folder (its DVC hash, the report's learning curves) holds this
+    run's seeds only. A run of one seed (`--seed k`, a lane) leaves the others alone."""
+    keep = {artifact_dir(stage, item, s).name for s in seeds}
+    root = resolve_path(f"artifacts/{stage}") / item
+    for path in sorted(root.glob("seed*")) if root.is_dir() else []:
+        if path.is_dir() and path.name not in keep:
+            log.info("%s@%s: removing %s (not in seeds %s)", stage, item, path, list(seeds))
+            shutil.rmtree(path)
 
 
 def metrics_path(stage: str, item: str) -> Path:
