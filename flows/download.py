@@ -60,9 +60,7 @@ def generate_corpus(corpus: str, target_dir, cfg: dict) -> None:
 
 @flow(
     name="download",
-    runner=lambda corpus: Runner(
-        "threads", int(ingest.download_settings(corpus)[0].get("workers", 4))
-    ),
+    runner=lambda corpus: Runner("threads", ingest.download_settings(corpus)[0].workers),
 )
 def download(corpus: str) -> dict[str, str]:
     shared, corpus_cfg = ingest.download_settings(corpus)
@@ -72,7 +70,7 @@ def download(corpus: str) -> dict[str, str]:
         if hasattr(module, "generate"):
             generate_corpus(corpus, tmp, corpus_cfg)
         sources = module.sources(corpus_cfg)
-        network = bool(shared.get("network", True))
+        network = shared.network
         required = any(not src.optional for src in sources)
         mirror = mirror_setting()
         if sources:
@@ -82,7 +80,7 @@ def download(corpus: str) -> dict[str, str]:
             corpus,
             len(sources),
             mirror or "none",
-            shared.get("network", True),
+            shared.network,
         )
         digests = fetch_file.map_kwargs(
             (
@@ -92,10 +90,9 @@ def download(corpus: str) -> dict[str, str]:
                     "dest_dir": tmp,
                     "mirror": mirror,
                     "mirror_dir": module.MIRROR_DIR,
-                    "network": bool(shared.get("network", True))
-                    and (not src.optional or bool(shared.get("fetch_optional", True))),
-                    "cache_dir": resolve_path(shared.get("cache_dir", "data/cache")),
-                    "timeout": float(shared.get("timeout_s", 60)),
+                    "network": shared.network and (not src.optional or shared.fetch_optional),
+                    "cache_dir": resolve_path(shared.cache_dir),
+                    "timeout": shared.timeout_s,
                 }
                 for src in sources
             ),

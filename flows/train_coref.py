@@ -34,6 +34,7 @@ from models.coref.train import (
 )
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import mirror_setting, params
+from tasks.core.fetch import shared_download_settings
 from tasks.training.stage import (
     drop_other_seeds,
     load_settings,
@@ -58,7 +59,8 @@ def prepare_data(encoder: str, cfg: TrainCorefSettings) -> CorefData:
     log.info("%s on %s: %s documents", encoder, "+".join(cfg.corpora),
              {split: len(docs) for split, docs in splits.items()})  # fmt: skip
     mcfg = resolve_model(encoder_model_cfg(cfg, encoder))
-    vectors = resolve_vectors(mcfg.glove_path, params("download"), mirror_setting())
+    download = shared_download_settings(params("download"))
+    vectors = resolve_vectors(mcfg.glove_path, download, mirror_setting())
     return CorefData(splits, vectors, word_features(cfg, mcfg, splits))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ import torch
 from models.coref.model import DocTensors
 from tasks.core import storage
 from tasks.core.errors import CorefreproError, DataError, MissingSourceError
-from tasks.core.fetch import Archive, Source
+from tasks.core.fetch import Archive, DownloadSettings, Source
 from tasks.core.schema import DOCUMENTS, MENTIONS, SPLITS
 
 PAD, UNK = "<pad>", "<unk>"
@@ -214,7 +214,7 @@ GLOVE_NAMES: dict[str, Archive] = {
 
 
 def resolve_vectors(
-    spec: str | None, download: Mapping[str, Any] | None = None, mirror: str | None = None
+    spec: str | None, download: DownloadSettings | None = None, mirror: str | None = None
 ) -> tuple[Path | None, str]:
     """train_coref.model.glove_path -> (vector file or None, how it was resolved).
 
@@ -238,8 +238,8 @@ def resolve_vectors(
                 f"file, one of {sorted(GLOVE_NAMES)} to download, or null for random vectors)"
             )
         return path, f"file {path}"
-    download = dict(download or {})
-    cache = resolve_path(download.get("cache_dir", "data/cache"))
+    download = download or DownloadSettings()
+    cache = resolve_path(download.cache_dir)
     source = Source(f"{spec}.txt", None, archive=GLOVE_NAMES[str(spec)])
     try:
         digest = fetch_source(
@@ -248,9 +248,9 @@ def resolve_vectors(
             cache / "glove",
             mirror=mirror,
             mirror_dir="glove",
-            network=bool(download.get("network", True)),
+            network=download.network,
             cache_dir=cache,
-            timeout=float(download.get("timeout_s", 60)),
+            timeout=download.timeout_s,
         )
     except MissingSourceError as exc:
         return None, f"random ({spec} unavailable: {exc})"

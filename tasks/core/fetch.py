@@ -14,14 +14,38 @@ import os
 import shutil
 import tarfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from tasks.core.errors import ChecksumError, CorefreproError, MissingSourceError
+from tasks.core.settings import bounded, parse_settings
 from tasks.core.storage import atomic_path, sha256_of
 
 log = logging.getLogger("corefrepro.fetch")
+
+
+@dataclass
+class DownloadSettings:
+    """params.yaml download: the shared keys, how every file is fetched (each corpus's own
+    namespace, download.<corpus>, is checked by its module: tasks/corpora/ingest.py)."""
+
+    mirror: str = ""  # directory or URL prefix consulted first; COREFREPRO_MIRROR overrides
+    network: bool = True  # fall back to the canonical URLs
+    fetch_optional: bool = True  # also download optional files (held-back test splits)
+    timeout_s: float = bounded(60.0, gt=0)
+    workers: int = bounded(4, ge=1)  # concurrent file fetches
+    cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
+
+
+def shared_download_settings(section: Mapping[str, Any] | None) -> DownloadSettings:
+    """params.yaml download's shared keys for a stage that fetches a file of its own (GloVe):
+    the corpus namespaces (mappings) are left to the download stage, which checks them."""
+    shared = {k: v for k, v in (section or {}).items() if not isinstance(v, Mapping)}
+    return parse_settings(DownloadSettings, shared, "download")
+
 
 CHUNK = 1 << 20
 STREAM_CHUNK = 64 << 10  # small reads: bytes received before a dropped connection are kept

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from tasks import corpora
 from tasks.core import storage
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
-from tasks.core.fetch import sha256_of
+from tasks.core.fetch import DownloadSettings, sha256_of
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
-from tasks.core.settings import ConfigError, bounded, parse_settings, settings_to_dict
+from tasks.core.settings import ConfigError, parse_settings, settings_to_dict
 from tasks.corpora.base import Normalized
 from tasks.corpora.settings import SharedNormalize, settings_class
 
@@ -28,31 +27,19 @@ log = logging.getLogger("corefrepro.ingest")
 SUMS_FILE = "SHA256SUMS"
 
 
-@dataclass
-class DownloadSettings:
-    """params.yaml download: the shared keys (each corpus's own namespace, download.<corpus>,
-    is checked by its module)."""
-
-    mirror: str = ""  # directory or URL prefix consulted first; COREFREPRO_MIRROR overrides
-    network: bool = True  # fall back to the canonical URLs
-    fetch_optional: bool = True  # also download optional files (held-back test splits)
-    timeout_s: float = bounded(60.0, gt=0)
-    workers: int = bounded(4, ge=1)  # concurrent file fetches
-    cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
-
-
 # the shared normalize keys (normalize.<corpus> may override them): tasks/corpora/settings.py
 NormalizeSettings = SharedNormalize
 
 
-def _split_section(section: str, cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the shared keys parsed strictly, {corpus: its namespace}) of download / normalize."""
+def _split_section(section: str, cls: type) -> tuple[Any, dict[str, Any]]:
+    """(the shared keys parsed strictly into cls, {corpus: its namespace}) of download /
+    normalize."""
     cfg = params(section) or {}
     if not isinstance(cfg, dict):
         raise ConfigError(f"{section}: expected mapping, got {type(cfg).__name__} {cfg!r}")
     cfg = dict(cfg)
     per_corpus = {k: cfg.pop(k) for k in list(cfg) if k in corpora.REGISTRY}
-    return settings_to_dict(parse_settings(cls, cfg, section)), per_corpus
+    return parse_settings(cls, cfg, section), per_corpus
 
 
 def _corpus_namespace(section: str, corpus: str, given: Any, base: dict[str, Any]) -> dict:
@@ -68,7 +55,7 @@ def _corpus_namespace(section: str, corpus: str, given: Any, base: dict[str, Any
     return {k: parsed[k] for k in {**base, **given}}
 
 
-def download_settings(corpus: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def download_settings(corpus: str) -> tuple[DownloadSettings, dict[str, Any]]:
     """(shared download settings, this corpus's download.<corpus> namespace)."""
     shared, per_corpus = _split_section("download", DownloadSettings)
     return shared, _corpus_namespace("download", corpus, per_corpus.get(corpus), {})
@@ -88,7 +75,7 @@ def write_checksums(directory: Path) -> dict[str, str]:
 def normalize_settings(corpus: str) -> dict[str, Any]:
     """normalize.<corpus> merged over the shared normalize settings (seed, dev_fraction)."""
     shared, per_corpus = _split_section("normalize", NormalizeSettings)
-    return _corpus_namespace("normalize", corpus, per_corpus.get(corpus), shared)
+    return _corpus_namespace("normalize", corpus, per_corpus.get(corpus), settings_to_dict(shared))
 
 
 def normalize_corpus(corpus: str, source: Path, target: Path) -> dict[str, int]:

@@ -29,6 +29,7 @@ from models.coref.train import (
 from tasks.annotation import annotators
 from tasks.annotation.annotators.base import Doc
 from tasks.core.errors import CorefreproError, DataError
+from tasks.core.fetch import DownloadSettings
 from tasks.core.schema import DOCUMENTS, MENTIONS
 from tasks.core.settings import parse_settings
 from tasks.core.storage import write_table
@@ -329,14 +330,14 @@ def test_glove_by_name_comes_from_the_mirror(tmp_path):
     mirror = tmp_path / "mirror"
     (mirror / "glove").mkdir(parents=True)
     (mirror / "glove" / "glove.6B.50d.txt").write_text("the 1 2\n", encoding="utf-8")
-    path, note = resolve_vectors("glove.6B.50d", {"network": False, "cache_dir": tmp_path / "c"},
+    path, note = resolve_vectors("glove.6B.50d", DownloadSettings(network=False, cache_dir=str(tmp_path / "c")),
                                  str(mirror))  # fmt: skip
     assert path == tmp_path / "c" / "glove" / "glove.6B.50d.txt"
     assert path.read_text() == "the 1 2\n" and note.startswith("glove.6B.50d sha256 ")
 
 
 def test_glove_by_name_falls_back_to_random_and_says_why(tmp_path):
-    path, note = resolve_vectors("glove.840B.300d", {"network": False, "cache_dir": tmp_path},
+    path, note = resolve_vectors("glove.840B.300d", DownloadSettings(network=False, cache_dir=str(tmp_path)),
                                  str(tmp_path / "no-mirror"))  # fmt: skip
     assert path is None
     assert note.startswith("random (glove.840B.300d unavailable") and "network disabled" in note
@@ -360,5 +361,5 @@ def test_glove_by_name_is_extracted_from_the_downloaded_archive(monkeypatch, tmp
         zf.writestr("glove.6B.50d.txt", "bread 0.5 0.25\n")
     names = {"glove.6B.50d": Archive(archive.as_uri(), "glove.6B.50d.txt")}
     monkeypatch.setattr(coref_data, "GLOVE_NAMES", names)
-    path, note = resolve_vectors("glove.6B.50d", {"network": True, "cache_dir": tmp_path / "c"})
+    path, note = resolve_vectors("glove.6B.50d", DownloadSettings(cache_dir=str(tmp_path / "c")))
     assert path.read_text() == "bread 0.5 0.25\n" and "sha256" in note
