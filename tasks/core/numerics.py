@@ -14,12 +14,28 @@ since Haswell, AMD since Zen) has, overriding whatever the user's shell says:
 | library | switch | pinned to | promise it rests on |
 | --- | --- | --- | --- |
 | ATen (torch CPU ops) | ATEN_CPU_CAPABILITY | avx2 | one compiled kernel per level, vendor-neutral code |
-| oneDNN (torch LSTM/GRU) | ONEDNN_MAX_CPU_ISA | AVX2 | JIT kernels capped at that ISA |
+| oneDNN (torch's LSTM, conv) | torch.backends.mkldnn.enabled | off (torch's own kernels on MKL's gemm) | none needed; ONEDNN_MAX_CPU_ISA stays capped at AVX2 for any library that calls it anyway |
 | MKL (torch matmul) | MKL_CBWR | COMPATIBLE | Intel's CNR: the same results on Intel and compatible CPUs (the AVX2 branch promises it on Intel CPUs only) |
 | OpenBLAS (numpy matmul) | OPENBLAS_CORETYPE | Haswell | one kernel set for every host |
 | numpy's own SIMD loops | NPY_DISABLE_CPU_FEATURES | no AVX-512 groups | its AVX2 loops (exp, log, power differ from the AVX-512 ones) |
 | numba (EntityNLM draws) | NUMBA_CPU_NAME/FEATURES | haswell, its own features | no 512-bit vectors in fastmath reductions |
 | threads | OMP/MKL/OPENBLAS_NUM_THREADS | 1 | a reduction split the same way everywhere; a stage's own `threads` setting still sets torch's count explicitly |
+| MKL VML, libm (torch's sqrt, atan, asin, acos, log2, log10 on CPU) | aten kernels replaced (`exact_kernels`) | numpy's loops | IEEE sqrt (correctly rounded everywhere); numpy's own AVX2 loops for the others |
+
+MKL's `COMPATIBLE` branch does not cover everything: torch computes `sqrt` (every Adam,
+AdaGrad and RAdam step: exp_avg_sq.sqrt()) and atan/asin/acos with MKL's vector math (VML),
+whose `COMPATIBLE` sqrt is not correctly rounded and gives other last bits on another CPU
+(issue #30 follow-up: an Intel Sapphire Rapids host rewrote every trained output of a lock made
+on AMD EPYC; an emulated CPU (qemu-user) shows the same, 8 against 6 of 320 square roots one
+ulp off; the first differing op of a coreference training step is Adam's sqrt). oneDNN is off
+because nothing here can check it across CPUs: its JIT code (the LSTM's gemm) crashes under
+the emulator, so a difference of its kernels between CPUs would go unseen. With both, tests/core/numerics_probe.py (LSTM, conv,
+linear, Adam, numpy, OpenBLAS, numba) writes the same bytes on this host and on an emulated
+AMD EPYC and Intel Haswell (tests/core/test_numerics.py). The replaced
+kernels compute them with numpy, whose sqrt is the IEEE instruction. log2 and log10 (not
+MKL's) differed under the emulated CPU too and go the same way. exp, log, erf, tan and the
+others agree between the host and the emulated CPU, so they stay. Left: `x.pow(0.5)` calls
+VML's sqrt inside torch's pow kernel (no project code does; use sqrt).
 
 `COREFREPRO_NUMERICS=native` opts out (the host's fastest kernels, the user's own variables):
 faster, but outputs then differ from the committed dvc.lock in the last bits on other hosts.
@@ -32,6 +48,8 @@ run is reproducible on the same GPU model, software and settings, not across GPU
 from __future__ import annotations
 
 import functools
+import importlib.abc
+import importlib.util
 import logging
 import os
 import platform
@@ -103,12 +121,111 @@ def pin() -> str:
             "kernels (call tasks.core.numerics.pin() first)",
             ", ".join(late),
         )
+    _after_import("torch", portable_torch)
     if not host_has_pinned_level():
         log.warning(
             "this host is not x86-64 with AVX2 and FMA: the pinned kernels do not "
             "exist here, so outputs may differ from the committed dvc.lock"
         )
     return chosen
+
+
+# aten ops whose CPU kernel (MKL VML) depends on the host, and the numpy function computing
+# them the same way everywhere (see the module docstring)
+EXACT_KERNELS = {
+    "sqrt": "sqrt",
+    "atan": "arctan",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "log2": "log2",
+    "log10": "log10",
+}
+_LIBRARIES: list[Any] = []  # the torch.library registrations, kept alive
+
+
+def portable_torch(torch: Any) -> None:
+    """What a pinned process sets in torch once it is loaded: oneDNN off (torch's own
+    convolution and LSTM kernels, on MKL's gemm: see the module docstring) and the exact
+    kernels. Idempotent."""
+    torch.backends.mkldnn.enabled = False
+    exact_kernels(torch)
+
+
+def exact_kernels(torch: Any) -> None:
+    """Register numpy-backed CPU kernels for EXACT_KERNELS (functional, in-place and out=
+    variants) in this process; autograd keeps torch's own derivative formulas. Idempotent."""
+    if _LIBRARIES:
+        return
+    import warnings
+
+    import numpy as np
+
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():  # "overriding a previously registered kernel": the point
+        warnings.simplefilter("ignore", UserWarning)
+        for op, name in EXACT_KERNELS.items():
+            fn = getattr(np, name)
+            library.impl(op, functools.partial(_exact, torch, fn), "CPU")
+            library.impl(f"{op}_", functools.partial(_exact_inplace, torch, fn), "CPU")
+            library.impl(f"{op}.out", functools.partial(_exact_out, torch, fn), "CPU")
+    _LIBRARIES.append(library)
+
+
+def _exact(torch: Any, fn: Callable, x: Any) -> Any:
+    """fn(x) computed by numpy: float16/32/64 and complex as they are, bfloat16 through
+    float32, integers and bool promoted to torch's default float dtype (as torch.sqrt does)."""
+    import numpy as np
+
+    dtype = x.dtype
+    if dtype == torch.bfloat16:
+        return _exact(torch, fn, x.float()).to(dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        x, dtype = x.to(torch.get_default_dtype()), torch.get_default_dtype()
+    out = np.asarray(fn(x.detach().contiguous().numpy()))  # a 0-d input gives a numpy scalar
+    return torch.from_numpy(out.reshape(x.shape)).to(dtype)
+
+
+def _exact_inplace(torch: Any, fn: Callable, x: Any) -> Any:
+    return x.copy_(_exact(torch, fn, x))
+
+
+def _exact_out(torch: Any, fn: Callable, x: Any, *, out: Any) -> Any:
+    result = _exact(torch, fn, x)
+    out.resize_(result.shape)
+    return out.copy_(result)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls `then(module)` right after `name` is first imported (a finder ahead of the others
+    that wraps the real loader's exec_module), so that a process that pins before torch loads
+    gets the exact kernels whichever module imports torch first."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def run(module: Any) -> None:
+            exec_module(module)
+            self.then(module)
+
+        spec.loader.exec_module = run  # type: ignore[method-assign]
+        return spec
+
+
+def _after_import(name: str, then: Callable[[Any], None]) -> None:
+    """then(module) now if `name` is loaded, else right after it loads (once)."""
+    if name in sys.modules:
+        then(sys.modules[name])
+    elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 @functools.cache
@@ -185,5 +302,5 @@ def describe() -> str:
         f"portable (ATen {PINNED['ATEN_CPU_CAPABILITY']}, oneDNN "
         f"{PINNED['ONEDNN_MAX_CPU_ISA']}, MKL {PINNED['MKL_CBWR']}, OpenBLAS "
         f"{PINNED['OPENBLAS_CORETYPE']}, numba {PINNED['NUMBA_CPU_NAME']}, threads "
-        f"{PINNED['OMP_NUM_THREADS']})"
+        f"{PINNED['OMP_NUM_THREADS']}, exact {'/'.join(EXACT_KERNELS)})"
     )

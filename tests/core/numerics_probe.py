@@ -1,6 +1,7 @@
 """A small training run as a stage process makes it (imports `flows` first), touching every
-library tasks/core/numerics.py pins: an LSTM (oneDNN), linear layers (MKL), ATen pointwise and
-reductions, numpy's SIMD loops and OpenBLAS, and the numba kernels of the EntityNLM draws.
+library tasks/core/numerics.py pins: an LSTM, a char CNN's conv1d (oneDNN), linear layers
+(MKL), Adam (its sqrt: the exact kernels), ATen pointwise and reductions, numpy's SIMD loops and
+OpenBLAS, and the numba kernels of the EntityNLM draws.
 
 Run as `python -m tests.core.numerics_probe OUT`; writes the trained weights and the numpy and
 numba results to OUT (tests/core/test_numerics.py compares the bytes across outer settings).
@@ -22,13 +23,17 @@ def main(out: str) -> None:
     torch.manual_seed(0)
     embed = torch.nn.Embedding(300, 32)
     lstm = torch.nn.LSTM(32, 64, batch_first=True, bidirectional=True)
-    head = torch.nn.Linear(128, 300)
-    params = [*embed.parameters(), *lstm.parameters(), *head.parameters()]
+    conv = torch.nn.Conv1d(32, 16, 3, padding=1)
+    head = torch.nn.Linear(128 + 16, 300)
+    params = [*embed.parameters(), *lstm.parameters(), *conv.parameters(), *head.parameters()]
     opt = torch.optim.Adam(params, lr=1e-2)
     gen = torch.Generator().manual_seed(1)
     for _ in range(20):
         x = torch.randint(0, 300, (8, 24), generator=gen)
-        hidden, _ = lstm(embed(x))
+        emb = embed(x)
+        hidden, _ = lstm(emb)
+        chars = conv(emb.transpose(1, 2)).transpose(1, 2)
+        hidden = torch.cat([hidden, chars], dim=-1)
         loss = torch.nn.functional.cross_entropy(head(hidden).reshape(-1, 300), x.reshape(-1))
         opt.zero_grad()
         loss.backward()

@@ -4,6 +4,7 @@ sets for the libraries' kernel switches (issue #30.1), and opting out restores t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -116,3 +117,53 @@ def test_stage_processes_cache_numba_code_under_the_project():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
                          capture_output=True, text=True, timeout=60).stdout.strip()  # fmt: skip
     assert out == str(REPO_ROOT / "data" / "cache" / "numba")
+
+
+# ---------------------------------------------------------------- the kernels MKL's VML serves
+
+
+def test_the_pinned_sqrt_family_is_numpys_on_every_layout_and_dtype():
+    """torch's CPU sqrt (Adam's exp_avg_sq.sqrt()), atan, asin, acos, log2 and log10 come from
+    numpy in a pinned process (numerics.exact_kernels): MKL's COMPATIBLE sqrt is not correctly
+    rounded and its last bits depend on the CPU. Without the kernels, sqrt differs from the
+    IEEE square root in a few of these 100,000 values (seen on Intel and on an emulated AMD)."""
+    import numpy as np
+    import torch
+
+    x = torch.rand(100_003, generator=torch.Generator().manual_seed(0)) * 0.98 + 0.01
+    for op, name in numerics.EXACT_KERNELS.items():
+        expected = torch.from_numpy(getattr(np, name)(x.numpy()))
+        assert torch.equal(getattr(torch, op)(x), expected), op
+        assert torch.equal(getattr(x.clone(), f"{op}_")(), expected), f"{op}_"
+        out = torch.empty(0)
+        assert torch.equal(getattr(torch, op)(x, out=out), expected) and out.shape == x.shape
+    strided = x[:100_000].view(100, 1000).t()  # not contiguous
+    assert torch.equal(strided.sqrt(), torch.from_numpy(np.sqrt(strided.numpy())))
+    assert torch.sqrt(torch.tensor([4, 9])).tolist() == [2.0, 3.0]  # ints promote, as torch does
+    assert torch.sqrt(x[:8].bfloat16()).dtype == torch.bfloat16
+    assert torch.sqrt(x[:8].double()).dtype == torch.float64
+    leaf = x[:16].clone().requires_grad_()
+    leaf.sqrt().sum().backward()  # torch's own derivative formula still applies
+    assert torch.allclose(leaf.grad, 0.5 / leaf.detach().sqrt())
+
+
+QEMU = shutil.which("qemu-x86_64")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(QEMU is None, reason="qemu-x86_64 (Debian qemu-user) is not installed")
+def test_the_probe_writes_the_same_bytes_on_an_emulated_cpu(tmp_path, cpu="EPYC-Milan"):
+    """Another vendor's CPU (AMD Zen 3; this host is whatever CI gives), emulated (qemu-user: its own CPUID, exact IEEE arithmetic, its own
+    results for the approximate instructions): the stage-process probe writes the bytes it
+    writes on this host. This is how MKL's sqrt was found (the first differing op of a training
+    step, Adam's), and what a fresh clone on another host relies on."""
+    host = _probe(tmp_path, "host", {})
+    env = {k: v for k, v in os.environ.items() if k not in SWITCHES}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    out = tmp_path / f"{cpu}.bin"
+    proc = subprocess.run(
+        [QEMU, "-cpu", cpu, os.path.realpath(sys.executable), "-m", "tests.core.numerics_probe",
+         str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert out.read_bytes() == host
