@@ -39,6 +39,7 @@ from typing import Any, Literal, Protocol
 
 import torch
 
+from tasks.core import numerics
 from tasks.core.checkpoints import (
     config_diff,
     jsonable,
@@ -211,8 +212,10 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 
 
 def _code_digest(recipe: Recipe) -> str:
-    """sha256 of the code that shapes a run: the recipe's module, the model's, this loop."""
-    files = {inspect.getsourcefile(type(recipe)), inspect.getsourcefile(type(recipe.model))}
+    """sha256 of the code that shapes a run: the recipe's module, the model's, this loop and
+    the numeric path (tasks/core/numerics.py: its kernels change the last bits of training)."""
+    files = {inspect.getsourcefile(type(recipe)), inspect.getsourcefile(type(recipe.model)),
+             numerics.__file__}  # fmt: skip
     digest = hashlib.sha256()
     for name in sorted({*(f for f in files if f), __file__}):
         digest.update(Path(name).read_bytes())
@@ -220,11 +223,13 @@ def _code_digest(recipe: Recipe) -> str:
 
 
 def fingerprint(recipe: Recipe, settings: LoopSettings) -> dict[str, Any]:
-    """What a result depends on: the code, the recipe's model, data encoding and data, and the
+    """What a result depends on: the code, the numeric path (portable or native: a last.pt
+    from the other continues with other bits), the recipe's model, data encoding and data, the
     training settings except the run-only ones and the budget (RUN_ONLY, BUDGET); "sha256"
     sums it up."""
     train = {k: v for k, v in vars(settings).items() if k not in (*RUN_ONLY, *BUDGET)}
-    blob = jsonable({"code": _code_digest(recipe), "recipe": recipe.fingerprint(), "train": train})
+    blob = jsonable({"code": _code_digest(recipe), "numerics": numerics.describe(),
+                     "recipe": recipe.fingerprint(), "train": train})  # fmt: skip
     digest = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
     return {"sha256": digest, **blob}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -140,6 +141,30 @@ def test_changed_code_trains_from_scratch(tmp_path, caplog, monkeypatch):
         again = fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
     assert again.resumed_from == 0 and again.epochs_run == 2
     assert "not resuming" in caplog.text and "(requested)" in caplog.text and "code:" in caplog.text
+
+
+def test_a_last_pt_of_another_numeric_path_trains_from_scratch(tmp_path, caplog, monkeypatch):
+    """The numeric path (tasks/core/numerics.py: its code and the mode) shapes the bits of
+    training as the code does: a last.pt written before a change of it, or under
+    COREFREPRO_NUMERICS=native, is not continued (a resumed run of the embedded default kept
+    the old kernels' weights after the exact-sqrt change, and its outputs differed from a
+    fresh clone's)."""
+    from tasks.core import numerics
+
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path / "mode", name="toy")
+    monkeypatch.setenv(numerics.MODE_ENV, "native")
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        again = fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path / "mode", name="toy")
+    assert again.resumed_from == 0 and "!= 'native' (requested)" in caplog.text
+    monkeypatch.delenv(numerics.MODE_ENV)
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path / "code", name="toy")
+    real = Path.read_bytes
+    edited = lambda path: real(path) + (b"#" if path.name == "numerics.py" else b"")  # noqa: E731
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        again = fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path / "code", name="toy")
+    assert again.resumed_from == 0 and "code:" in caplog.text
 
 
 def test_outputs_hold_no_wall_clock_figures_so_a_rerun_writes_the_same_bytes(tmp_path):
