@@ -26,9 +26,16 @@ from models.corelm.backbone import TinySettings, load_backbone
 from models.corelm.data import Blocks, pad_batch
 from models.corelm.model import CoreLM
 from models.corelm.train import CoreLMTrain
-from tasks.training.loop import _optimizer_step
+from tasks.training.loop import Recipe, _optimizer_step
 
 pytestmark = pytest.mark.bench
+
+
+class _Clip(Recipe):
+    """Only the loop's default clip_gradients (what CoreLMRecipe uses)."""
+
+
+_CLIP = _Clip.__new__(_Clip)
 
 BATCH, WARMUP, REPEATS = 4, 1, 5
 BLOCK = int(os.environ.get("COREFREPRO_CORELM_BENCH_BLOCK", "256"))
@@ -59,7 +66,7 @@ def _steps(backbone, cached: bool, gating: bool):
 
         loss, _ = causal_lm_loss(logits, batch["labels"])
         scaler.scale(loss).backward()
-        _optimizer_step(opt, None, scaler, params, CoreLMTrain().clip, recipe=None)
+        _optimizer_step(opt, None, scaler, params, CoreLMTrain().clip, recipe=_CLIP)
 
     return step
 
