@@ -6,7 +6,7 @@ Reads metrics/train_mage/<model>-<task>.json and metrics/train_coref/<encoder>.j
 training stages' DVC metrics) and tasks/report/paper_results.yaml (the papers' numbers and the
 model/task mapping); paths in params.yaml `report`. Missing metrics give "—" cells.
 Deterministic output. tasks/report/build.py assembles it from the per-family renderers: the
-report module of each family of models/registry.py (Family.report), in the registry's order.
+report module of each family of models/registry.py (reports()), in the registry's order.
 The report is also logged to MLflow (experiment `report`, run `report`, artifacts report/).
 """
 

@@ -36,8 +36,8 @@ from tasks.core.checkpoints import pick_device
 from tasks.core.config import mirror_setting, params
 from tasks.core.fetch import shared_download_settings
 from tasks.training.stage import (
-    drop_other_seeds,
     load_settings,
+    seeds_to_train,
     train_tracked_seed,
     train_tracked_seeds_stacked,
     write_summary,
@@ -106,9 +106,7 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
     cfg = settings()  # every setting checked before any work
     encoder_model_cfg(cfg, encoder)  # fail early on an unknown encoder
     data = prepare_data(encoder, cfg)
-    seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
-    if seed is None:
-        drop_other_seeds(STAGE, encoder, seeds)
+    seeds = seeds_to_train(STAGE, encoder, cfg.seeds, seed)
     if stacked(cfg, seeds):  # one computation, each seed as if alone (#15.1)
         results = train_stacked_task(encoder, seeds, data, cfg)
     else:

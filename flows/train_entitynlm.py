@@ -16,22 +16,21 @@ metrics/train_entitynlm/<model>.json summarizing the seeds.
 from __future__ import annotations
 
 import argparse
-import logging
 
 from flows.runtime import flow, run_cli, task, torchrun
 from models import registry
 from models.entitynlm import ngram
-from models.entitynlm.train import MODELS, TrainEntityNLMSettings, prepare_data, run_params
+from models.entitynlm.train import MODELS, TrainEntityNLMSettings, prepare_data
 from tasks.core.storage import write_metrics
 from tasks.training.stage import (
-    drop_other_seeds,
+    dataset_name,
     load_settings,
     metrics_path,
+    seed_run_params,
+    train_item,
     train_tracked_seed,
-    write_summary,
 )
 
-log = logging.getLogger("corefrepro.train_entitynlm")
 FAMILY = registry.get("entitynlm")
 STAGE = FAMILY.stage
 
@@ -42,31 +41,27 @@ def settings() -> TrainEntityNLMSettings:
 
 def train_seed(kind: str, seed: int, data, cfg: TrainEntityNLMSettings, *, track: bool = True):
     """One seed of one model under its MLflow run; metrics.json beside its checkpoints."""
-    return train_tracked_seed(FAMILY, kind, seed, data, cfg, dataset="+".join(cfg.runs),
-                              run_params=run_params(cfg, data), track=track)  # fmt: skip
+    return train_tracked_seed(FAMILY, kind, seed, data, cfg, dataset=dataset_name(FAMILY, cfg),
+                              run_params=seed_run_params(FAMILY, cfg, data), track=track)  # fmt: skip
 
 
 train_seed_task = task(
-    train_seed, name="train-entitynlm-seed", task_run_name="train_entitynlm@{kind}/seed{seed}"
+    train_tracked_seed,
+    name="train-entitynlm-seed",
+    task_run_name="train_entitynlm@{item}/seed{seed}",
 )
 train_5gram = task(ngram.train_item, name="train-5gram", task_run_name="train_entitynlm@5gram")
 
 
 @flow(name="train-entitynlm")
 def train_entitynlm(model: str, seed: int | None = None) -> dict:
+    if model != ngram.ITEM:  # the neural models: the generic stage, seed by seed
+        return train_item(FAMILY, model, seed, train_one=train_seed_task)
     cfg = settings()  # every setting checked before any work
     splits, vocab = prepare_data(cfg)
-    log.info("%s on %s: documents %s, vocabulary %d", model, "+".join(cfg.runs),
-             {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip
-    if model == ngram.ITEM:  # the count-based baseline: no seeds, one ARPA
-        summary = train_5gram(splits, vocab, cfg)
-        write_metrics(metrics_path(STAGE, model), summary)
-        return summary
-    seeds = [seed] if seed is not None else [int(s) for s in cfg.seeds]
-    if seed is None:
-        drop_other_seeds(STAGE, model, seeds)
-    results = [train_seed_task(model, s, (splits, vocab), cfg) for s in seeds]
-    return write_summary(FAMILY, model, results)
+    summary = train_5gram(splits, vocab, cfg)  # the count-based baseline: no seeds, one ARPA
+    write_metrics(metrics_path(STAGE, model), summary)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> None:

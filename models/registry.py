@@ -48,7 +48,8 @@ def reports() -> list[str]:
     """The sections of reports/results.md (flows/report.py), in FAMILIES order: each family's
     report module is tasks/report/<name>.py (its SECTION), found by name without loading the
     family's models (the report stage runs no model code; tasks/core/stage_deps.py makes
-    those modules its deps)."""
+    those modules its deps); a family without one gets tasks/report/common.py
+    family_section."""
     return [f"tasks.report.{name}" for name in FAMILIES]
 
 

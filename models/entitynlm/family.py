@@ -14,4 +14,7 @@ FAMILY = Family(
     recipe=train.LMRecipe,
     train_seed=train.train_seed,
     summarize=train.summarize,
+    prepare_data=train.prepare_data,  # (splits, vocabulary): what every seed of every model reads
+    run_params=train.run_params,
+    dataset=lambda settings: "+".join(settings.runs),
 )

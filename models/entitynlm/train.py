@@ -169,6 +169,8 @@ def prepare_data(cfg: TrainEntityNLMSettings):
     if not splits["train"] or not splits["dev"]:
         raise CorefreproError(f"{STAGE}: runs {cfg.runs} give no train or no dev documents")
     vocab = Vocab.build(splits["train"], cfg.model.min_count, cfg.model.max_vocab)
+    log.info("%s: documents %s, vocabulary %d", "+".join(cfg.runs),
+             {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip
     return splits, vocab
 
 

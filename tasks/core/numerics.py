@@ -25,17 +25,19 @@ since Haswell, AMD since Zen) has, overriding whatever the user's shell says:
 MKL's `COMPATIBLE` branch does not cover everything: torch computes `sqrt` (every Adam,
 AdaGrad and RAdam step: exp_avg_sq.sqrt()) and atan/asin/acos with MKL's vector math (VML),
 whose `COMPATIBLE` sqrt is not correctly rounded and gives other last bits on another CPU
-(issue #30 follow-up: an Intel Sapphire Rapids host rewrote every trained output of a lock made
-on AMD EPYC; an emulated CPU (qemu-user) shows the same, 8 against 6 of 320 square roots one
-ulp off; the first differing op of a coreference training step is Adam's sqrt). oneDNN is off
-because nothing here can check it across CPUs: its JIT code (the LSTM's gemm) crashes under
-the emulator, so a difference of its kernels between CPUs would go unseen. With both, tests/core/numerics_probe.py (LSTM, conv,
-linear, Adam, numpy, OpenBLAS, numba) writes the same bytes on this host and on an emulated
-AMD EPYC and Intel Haswell (tests/core/test_numerics.py). The replaced
-kernels compute them with numpy, whose sqrt is the IEEE instruction. log2 and log10 (not
-MKL's) differed under the emulated CPU too and go the same way. exp, log, erf, tan and the
-others agree between the host and the emulated CPU, so they stay. Left: `x.pow(0.5)` calls
-VML's sqrt inside torch's pow kernel (no project code does; use sqrt).
+(issue #30 follow-up: an Intel Sapphire Rapids host rewrote every trained output of a lock
+made on AMD EPYC; an emulated CPU (qemu-user) shows the same, 8 against 6 of 320 square roots
+one ulp off; the first differing op of a coreference training step is Adam's sqrt). The
+replaced kernels compute them with numpy, whose sqrt is the IEEE instruction. log2 and log10
+(not MKL's) differed under the emulated CPU too and go the same way. exp, log, erf, tan and
+the others agree between the host and the emulated CPU, so they stay. Left: `x.pow(0.5)`
+calls VML's sqrt inside torch's pow kernel (no project code does; use sqrt).
+
+oneDNN is off because nothing here can check it across CPUs: its JIT code (the LSTM's gemm)
+crashes under the emulator, so a difference of its kernels between CPUs would go unseen.
+With both, tests/core/numerics_probe.py (LSTM, conv, linear, Adam, numpy, OpenBLAS, numba)
+writes the same bytes on this host and on an emulated AMD EPYC and Intel Haswell
+(tests/core/test_numerics.py).
 
 `COREFREPRO_NUMERICS=native` opts out (the host's fastest kernels, the user's own variables):
 faster, but outputs then differ from the committed dvc.lock in the last bits on other hosts.
@@ -299,8 +301,8 @@ def describe() -> str:
     if mode() == "native":
         return "native"
     return (
-        f"portable (ATen {PINNED['ATEN_CPU_CAPABILITY']}, oneDNN "
-        f"{PINNED['ONEDNN_MAX_CPU_ISA']}, MKL {PINNED['MKL_CBWR']}, OpenBLAS "
+        f"portable (ATen {PINNED['ATEN_CPU_CAPABILITY']}, oneDNN off, MKL "
+        f"{PINNED['MKL_CBWR']}, OpenBLAS "
         f"{PINNED['OPENBLAS_CORETYPE']}, numba {PINNED['NUMBA_CPU_NAME']}, threads "
         f"{PINNED['OMP_NUM_THREADS']}, exact {'/'.join(EXACT_KERNELS)})"
     )

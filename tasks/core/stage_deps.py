@@ -36,6 +36,7 @@ REGISTRIES = ("tasks/corpora/__init__.py", "tasks/annotation/annotators/__init__
 LM_REGISTRY = "models/registry.py"  # LANGUAGE_MODELS: LM name -> its module; FAMILIES
 STAGE_HEADING = re.compile(r"^  ([A-Za-z_][\w-]*):\s*(#.*)?$")  # a stage under `stages:`
 PLUGIN_STAGES = {"annotate_model": ("annotate", "annotators", "model", "factory")}
+GENERIC_TRAIN = "flows.train"  # the stage of a family without its own flow: `flows.train <family>`
 
 
 def module_file(name: str, root: Path = REPO_ROOT) -> Path | None:
@@ -116,9 +117,8 @@ def reports_rendered(path: Path) -> frozenset[Path]:
                 == "reports" for n in ast.walk(_parse(path)))  # fmt: skip
     if not calls or module_file("models.registry", root) not in direct_imports(path):
         return frozenset()
-    return frozenset(
-        module_file(f"tasks.report.{f}", root) for f in registry_dict(root, "FAMILIES")
-    )
+    modules = (module_file(f"tasks.report.{f}", root) for f in registry_dict(root, "FAMILIES"))
+    return frozenset(m for m in modules if m is not None)  # none: tasks/report/common.py's
 
 
 @cache
@@ -181,6 +181,15 @@ def _plugin_roots(stage: str, params: dict, root: Path) -> list[Path]:
     return [module_file(value.split(":")[0], root)]
 
 
+def _family_roots(stage: dict, root: Path) -> list[Path]:
+    """The family the generic training stage loads by name (`python -m flows.train <family>`:
+    models/registry.py FAMILIES)."""
+    module, *args = stage.get("do", stage)["cmd"].split("python -m ", 1)[1].split()
+    if module != GENERIC_TRAIN or not args:
+        return []
+    return [module_file(registry_dict(root, "FAMILIES")[args[0]], root)]
+
+
 def stage_modules(spec: dict, root: Path = REPO_ROOT) -> dict[str, Path]:
     """stage name -> the file of the flow module its cmd runs (`python -m <module>`)."""
     out = {}
@@ -196,14 +205,79 @@ def stage_modules(spec: dict, root: Path = REPO_ROOT) -> dict[str, Path]:
     return out
 
 
-def code_deps(root: Path = REPO_ROOT) -> dict[str, list[str]]:
-    """stage name -> its generated code deps."""
-    spec = yaml.safe_load((root / "dvc.yaml").read_text())
+def code_deps(root: Path = REPO_ROOT, text: str | None = None) -> dict[str, list[str]]:
+    """stage name -> its generated code deps (of dvc.yaml `text`, else root's file)."""
+    spec = yaml.safe_load(text if text is not None else (root / "dvc.yaml").read_text())
     params = yaml.safe_load((root / "params.yaml").read_text())
     return {
-        stage: as_deps(closure(flow, *_plugin_roots(stage, params, root)), root)
+        stage: as_deps(
+            closure(
+                flow,
+                *_plugin_roots(stage, params, root),
+                *_family_roots(spec["stages"][stage], root),
+            ),
+            root,
+        )  # fmt: skip
         for stage, flow in stage_modules(spec, root).items()
     }
+
+
+def family_block(name: str) -> str:
+    """dvc.yaml's stage train_<name> of a registered family without one: the generic family
+    stage over params.yaml train_<name>.items (its code deps are then generated as every
+    stage's)."""
+    stage = f"train_{name}"
+    return (
+        f"  {stage}:   # models/{name}/, the generic family stage (written by tasks/core/stage_deps.py)\n"
+        f"    foreach: ${{{stage}.items}}\n"
+        "    do:\n"
+        f"      cmd: python -m {GENERIC_TRAIN} {name} --item ${{item}}\n"
+        "      deps:\n"
+        "        - flows/train.py\n"
+        "      params:\n"
+        f"        - {stage}\n"
+        "      outs:\n"
+        f"        - artifacts/{stage}/${{item}}:\n"
+        "            persist: true\n"
+        f"        - metrics/{stage}/${{item}}.json:\n"
+        "            cache: false\n"
+    )
+
+
+def add_family_stages(text: str, root: Path = REPO_ROOT) -> str:
+    """dvc.yaml `text` with a stage for every family of models/registry.py FAMILIES that has
+    none (family_block, appended to `stages:`), and that family's metrics folder among the
+    report stage's deps (the report renders its section: tasks/report/common.py)."""
+    stages = yaml.safe_load(text)["stages"]
+    missing = [f for f in registry_dict(root, "FAMILIES") if f"train_{f}" not in stages]
+    if not missing:
+        return text
+    lines = text.splitlines(keepends=True)
+    first = lines.index("stages:\n") + 1
+    end = next((i for i in range(first, len(lines)) if lines[i][:1].isalpha()), len(lines))
+    while end > first and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # before the blank lines and comments that open the next top-level key
+    blocks = ["\n" + family_block(f) for f in missing]
+    lines[end:end] = blocks
+    return _add_report_deps("".join(lines), [f"metrics/train_{f}" for f in missing])
+
+
+def _add_report_deps(text: str, entries: list[str]) -> str:
+    """`entries` first among the report stage's deps, each unless already there."""
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if STAGE_HEADING.match(line)
+              and STAGE_HEADING.match(line).group(1) == "report")  # fmt: skip
+    at = next(i for i in range(at, len(lines)) if lines[i].strip() == "deps:") + 1
+    pad = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    have = {
+        line.strip()[2:].partition("#")[0].strip()
+        for line in lines[at:]
+        if line.strip()[:2] == "- "
+    }
+    new = [f"{pad}- {e}   # its section: tasks/report/common.py family_section\n"
+           for e in entries if e not in have]  # fmt: skip
+    lines[at:at] = new
+    return "".join(lines)
 
 
 def _is_code_item(line: str) -> bool:
@@ -274,18 +348,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = REPO_ROOT / "dvc.yaml"
     old = path.read_text()
-    new = render(old, code_deps())
+    with_families = add_family_stages(old)
+    new = render(with_families, code_deps(text=with_families))
     if new == old:
-        print("dvc.yaml: code deps current")
+        print("dvc.yaml: family stages and code deps current")
         return 0
     if args.check:
         diff = difflib.unified_diff(old.splitlines(True), new.splitlines(True), "dvc.yaml",
                                     "dvc.yaml (generated)")  # fmt: skip
         sys.stdout.writelines(diff)
-        print("dvc.yaml: code deps out of date; run `python -m tasks.core.stage_deps`")
+        print("dvc.yaml: out of date (a family stage or code deps); run `python -m tasks.core.stage_deps`")
         return 1
     path.write_text(new)
-    print("dvc.yaml: code deps rewritten (then `dvc repro` reruns the stages whose deps changed)")
+    print("dvc.yaml: rewritten (then `dvc repro` runs the stages whose deps changed)")
     return 0
 
 

@@ -37,7 +37,8 @@ from tasks.core.storage import secondary_process
 
 log = logging.getLogger("corefrepro.tracking")
 
-# the experiments (= stage names) and the paper each reproduces (a tag on every run)
+# the experiments (= stage names) and the paper each reproduces (a tag on every run); a
+# family's training stage also passes its Family.paper (tasks/training/stage.py)
 PAPERS = {
     "stats": "",
     "annotate": "",
@@ -387,12 +388,13 @@ def _terminate_as_exception() -> Iterator[None]:
 
 def _run_name_tags(stage, item, dataset, seed, tags) -> tuple[str, dict[str, str]]:
     """As the DVC stage (and the Prefect task run): train_mage@bigru-syn2/seed1, report."""
-    if stage not in PAPERS:
+    paper = (tags or {}).get("paper", PAPERS.get(stage))  # a family's stage: its Family.paper
+    if paper is None:
         raise KeyError(f"unknown stage '{stage}' for MLflow; known: {sorted(PAPERS)}")
     dvc_stage = os.environ.get("DVC_STAGE")
     run_name = (f"{stage}@{item}" if item else stage) + (f"/seed{seed}" if seed is not None else "")
     all_tags = {
-        "paper": PAPERS[stage] or "none",
+        "paper": paper or "none",
         "item": item,
         "dataset": dataset,
         "seed": str(seed),

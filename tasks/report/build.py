@@ -9,9 +9,10 @@ Why this module is small: each model family renders its own tables in its report
 (tasks/report/mage.py, coref.py, entitynlm.py, corelm.py; shared pieces in
 tasks/report/common.py), whose SECTION names the table kinds it owns; every table of
 tasks/report/paper_results.yaml goes to the section owning its kind. The sections are those of
-the model families' registry (models/registry.py, each Family.report), in its order, handed
-over by the stage (flows/report.py): a new family's report is its module, its registry line
-and its metrics directory in params.yaml `report.metrics` (common.ReportMetrics).
+the model families' registry (models/registry.py reports(): one per family), in its
+order, handed over by the stage (flows/report.py). A new family's section is
+common.family_section (its summaries in metrics/train_<name>/) until it has a report module
+of its own for a paper's tables (common.ReportMetrics.of: its metrics directory).
 
 Inputs, and nothing else:
 - measured numbers: the DVC metrics files of the training stages, metrics/train_mage/
@@ -52,8 +53,18 @@ from tasks.report.common import (
 
 
 def sections(reports: Sequence[str]) -> list[Section]:
-    """The SECTION of each report module (the registry's Family.report), in that order."""
-    return [importlib.import_module(module).SECTION for module in reports]
+    """The SECTION of each report module (models/registry.py reports(): one per family), in
+    that order; a family without a module of its own gets common.family_section."""
+    return [_section(module) for module in reports]
+
+
+def _section(module: str) -> Section:
+    try:
+        return importlib.import_module(module).SECTION
+    except ModuleNotFoundError as exc:
+        if exc.name != module:  # the module exists and failed on its own import
+            raise
+        return common.family_section(module.rsplit(".", 1)[-1])
 
 
 def by_kind(secs: Sequence[Section]) -> dict[str, Section]:
@@ -69,7 +80,7 @@ def load_spec(path: str | Path, secs: Sequence[Section]) -> dict[str, Any]:
 def load_measured(metrics_dirs: ReportMetrics, secs: Sequence[Section]) -> dict[str, Any]:
     """Per section source, its runs from the metrics directory params.yaml report.metrics
     names."""
-    return {sec.source: sec.load(resolve_path(getattr(metrics_dirs, sec.source))) for sec in secs}
+    return {sec.source: sec.load(resolve_path(metrics_dirs.of(sec.source))) for sec in secs}
 
 
 def _preamble(annotation: str | None) -> list[str]:
@@ -188,7 +199,7 @@ def build(
 ) -> Path:
     """Read the paper yaml and the metrics named by `cfg` (params.yaml report); write the
     report, its figures and the per-family summary metrics, one section per report module
-    (`reports`: the registry's Family.report, in its order). annotation: the readers'
+    (`reports`: models/registry.py reports(), in its order). annotation: the readers'
     annotation run the text names (params.yaml train_mage.data when cfg is not given)."""
     if cfg is None:
         cfg, annotation = settings(), reader_annotation()

@@ -33,12 +33,16 @@ PAPERS_LINK = "../../shared/papers"  # from reports/results.md: ../shared/papers
 
 @dataclass
 class ReportMetrics:
-    """Each family's DVC metrics folder (its training stage's)."""
+    """Each paper family's DVC metrics folder (its training stage's); any other registered
+    family's is metrics/train_<name> (`of`)."""
 
     mage: str = "metrics/train_mage"
     coref: str = "metrics/train_coref"
     entitynlm: str = "metrics/train_entitynlm"
     corelm: str = "metrics/train_corelm"
+
+    def of(self, family: str) -> str:
+        return getattr(self, family, None) or f"metrics/train_{family}"
 
 
 @dataclass
@@ -101,6 +105,38 @@ class Section:
     render_rest: Callable[[Sequence[Mapping], Any, Mapping, str | None], list[str]] = lambda *_: []
     measured: Callable[[Sequence[Mapping], Any], list[Measured]] = lambda *_: []
     matches: Callable[[Mapping, Any], bool] = lambda *_: True
+
+
+def family_section(name: str) -> Section:
+    """The section of a registered family without a report module of its own (no paper table
+    to fill yet): its stage's summaries, metrics/train_<name>/<item>.json, one row per item
+    with every number they hold at the top level."""
+
+    def load(directory: Path) -> dict[str, dict[str, Any]]:
+        files = sorted(directory.glob("*.json")) if directory.is_dir() else []
+        return {path.stem: json.loads(path.read_text()) for path in files}
+
+    def render_rest(tables, runs: Mapping[str, Mapping[str, Any]], papers, annotation):
+        lines = [f"## Model family `{name}` (stage train_{name})", ""]
+        if not runs:
+            return lines + [f"Nothing yet: no metrics/train_{name}/*.json.", ""]
+        keys = sorted({k for r in runs.values() for k, v in r.items() if _is_number(v)})
+        body = [
+            [item, *(_summary_cell(r.get(k)) for k in keys)] for item, r in sorted(runs.items())
+        ]
+        return lines + _md_table(["item", *keys], body) + [""]
+
+    return Section(source=name, kinds=(), load=load, render=lambda *_: [], render_rest=render_rest)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _summary_cell(value: Any) -> str:
+    if not _is_number(value):
+        return DASH
+    return str(value) if isinstance(value, int) else fmt(value, 4)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,15 @@ train_<name> into `settings`, prepares the data, gives each seed its artifact fo
 MLflow run (tasks/training/stage.py) and writes the summary to metrics/train_<name>/.
 
 Adding a family = its folder (nn.Modules, Parquet -> batches, a Recipe for the shared loop,
-a `family.py` with FAMILY), one line in models/registry.py, its params.yaml section
-`train_<name>`, its dvc.yaml stage `train_<name>` (the code deps generated: tasks/core/
-stage_deps.py), its flow flows/train_<name>.py and its report section tasks/report/<name>.py
-(found by the family's name: models/registry.py reports()).
-The stage name is the MLflow experiment (tasks/core/tracking.py) and the folder under
-artifacts/ and metrics/.
+a `family.py` with FAMILY declaring `prepare_data`), one line in models/registry.py and its
+params.yaml section `train_<name>` (`items`, `seeds`, ...). The rest follows from the
+registry: `python -m tasks.core.stage_deps` writes its dvc.yaml stage `train_<name>`, whose
+command is the generic family stage (`python -m flows.train <name> --item <item>`), and the
+report gives it a section of its summaries (tasks/report/common.py family_section) until it
+has a report module tasks/report/<name>.py of its own. The four paper families keep a flow
+module of their own (flows/train_<name>.py: stacked seeds, the 5-gram, the backbone) that
+calls the same tasks/training/stage.py. The stage name is the MLflow experiment
+(tasks/core/tracking.py) and the folder under artifacts/ and metrics/.
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ class Family:
     # optional: every seed at once as one batched model, each as if alone (train.seeds_stacked)
     # (item, seeds, data, settings, out_dirs, *, log_metrics: one sink per seed) -> metrics
     train_seeds_stacked: Callable[..., list[dict[str, Any]]] | None = None
+    # the generic stage (flows/train.py, tasks/training/stage.py train_item): settings -> what
+    # every seed of every item reads (loaded once); None: the family has its own flow module
+    prepare_data: Callable[[Any], Any] | None = None
+    # (settings, data) -> what each seed's MLflow run records as params; None: the settings
+    run_params: Callable[[Any, Any], dict[str, Any]] | None = None
+    # settings -> the data's name in metrics.json and the MLflow tag; None: the family's name
+    dataset: Callable[[Any], str] | None = None
 
     @property
     def stage(self) -> str:

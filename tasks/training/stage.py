@@ -18,7 +18,8 @@ from typing import Any
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
-from tasks.core.settings import load_stage_settings
+from tasks.core.errors import CorefreproError
+from tasks.core.settings import load_stage_settings, settings_to_dict
 from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run, tracked_runs
 from tasks.training.family import Family
 from tasks.training.loop import HISTORY
@@ -48,8 +49,51 @@ def drop_other_seeds(stage: str, item: str, seeds: Sequence[int]) -> None:
             shutil.rmtree(path)
 
 
+def seeds_to_train(stage: str, item: str, seeds: Sequence[int], seed: int | None) -> list[int]:
+    """`--seed k` trains that seed alone (a lane; the other seed folders stay); otherwise every
+    seed of the settings, and the item's folder keeps those only (drop_other_seeds)."""
+    if seed is not None:
+        return [int(seed)]
+    chosen = [int(s) for s in seeds]
+    drop_other_seeds(stage, item, chosen)
+    return chosen
+
+
 def metrics_path(stage: str, item: str) -> Path:
     return resolve_path(f"metrics/{stage}") / f"{item}.json"
+
+
+def dataset_name(family: Family, settings: Any) -> str:
+    return family.dataset(settings) if family.dataset else family.name
+
+
+def seed_run_params(family: Family, settings: Any, data: Any) -> dict[str, Any]:
+    return family.run_params(settings, data) if family.run_params else settings_to_dict(settings)
+
+
+def train_item(family: Family, item: str, seed: int | None = None, *,
+               train_one: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The generic training stage of `family`'s `item` (flows/train.py; flows/train_entitynlm.py
+    for its seeded models): the settings parsed, family.prepare_data once, each seed by
+    `train_one(family, item, seed, data, settings, dataset=..., run_params=...)`
+    (train_tracked_seed; a flow passes it as a Prefect task), the summary written."""
+    if family.prepare_data is None:
+        raise CorefreproError(
+            f"family {family.name!r} declares no prepare_data (tasks/training/family.py): "
+            f"its stage is its own flow module, flows/{family.stage}.py"
+        )
+    settings = load_settings(family)  # every setting checked before any work
+    items = getattr(settings, "items", None)
+    if items is not None and item not in items:
+        raise CorefreproError(f"params.yaml {family.stage}.items: no item {item!r}; known: "
+                              f"{', '.join(items)}")  # fmt: skip
+    data = family.prepare_data(settings)
+    dataset, params = dataset_name(family, settings), seed_run_params(family, settings, data)
+    log.info("%s@%s on %s", family.stage, item, dataset)
+    train_one = train_one or train_tracked_seed
+    results = [train_one(family, item, s, data, settings, dataset=dataset, run_params=params)
+               for s in seeds_to_train(family.stage, item, settings.seeds, seed)]  # fmt: skip
+    return write_summary(family, item, results)
 
 
 def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings: Any, *,
@@ -63,7 +107,7 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
     out_dir = artifact_dir(family.stage, item, seed)
     if track:
         with tracked_run(family.stage, item, dataset=dataset, seed=int(seed),
-                         run_params=run_params):  # fmt: skip
+                         run_params=run_params, tags={"paper": family.paper}):  # fmt: skip
             metrics = family.train_seed(item, seed, data, settings, out_dir,
                                         log_metrics=log_metrics)  # fmt: skip
             if recorded:

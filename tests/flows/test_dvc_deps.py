@@ -15,7 +15,7 @@ def test_dvc_yaml_code_deps_are_current():
     """A failure prints the diff; `python -m tasks.core.stage_deps` writes it."""
     text = (REPO_ROOT / "dvc.yaml").read_text()
     assert stage_deps.render(text, stage_deps.code_deps()) == text, (
-        "dvc.yaml code deps out of date: run `python -m tasks.core.stage_deps`"
+        "dvc.yaml out of date: run `python -m tasks.core.stage_deps`"
     )
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import flows.train_coref as coref_stage
 import flows.train_entitynlm as entitynlm_stage
 from tasks.core import config
+from tasks.training import stage as training_stage
 from tasks.training.stage import artifact_dir, drop_other_seeds
 
 
@@ -50,15 +53,20 @@ def test_the_persisted_stages_drop_stale_seeds_but_a_lane_of_one_seed_keeps_the_
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
     stage = module.STAGE
     cfg = type("Cfg", (), {"seeds": [1], "train": None, "runs": [], "corpora": []})()
-    monkeypatch.setattr(module, "settings", lambda: cfg)
-    monkeypatch.setattr(module, "train_seed_task", lambda *a, **k: {"seed": a[1]})
-    monkeypatch.setattr(module, "write_summary", lambda family, it, results: results)
     if module is coref_stage:
+        monkeypatch.setattr(module, "settings", lambda: cfg)
+        monkeypatch.setattr(module, "train_seed_task", lambda *a, **k: {"seed": a[1]})
+        monkeypatch.setattr(module, "write_summary", lambda family, it, results: results)
         monkeypatch.setattr(module, "encoder_model_cfg", lambda c, e: {})
         monkeypatch.setattr(module, "prepare_data", lambda e, c: None)
         monkeypatch.setattr(module, "stacked", lambda c, s: False)
-    else:
-        monkeypatch.setattr(module, "prepare_data", lambda c: ({}, []))
+    else:  # the generic stage (tasks/training/stage.py train_item) with the family's hooks
+        family = dataclasses.replace(module.FAMILY, prepare_data=lambda c: ({}, []),
+                                     run_params=lambda c, d: {})  # fmt: skip
+        monkeypatch.setattr(module, "FAMILY", family)
+        monkeypatch.setattr(training_stage, "load_settings", lambda f: cfg)
+        monkeypatch.setattr(module, "train_seed_task", lambda *a, **k: {"seed": a[2]})
+        monkeypatch.setattr(training_stage, "write_summary", lambda family, it, results: results)
     _seed_folders(stage, item, [1, 2])
     assert call(module, 2) == [{"seed": 2}]  # a lane: seed 2 alone
     assert _left(stage, item) == ["seed1", "seed2"]
