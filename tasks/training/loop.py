@@ -32,6 +32,7 @@ import logging
 import math
 import sys
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,23 +110,34 @@ class Recipe(Protocol):
     """A family's part of training. The loop calls, in this order: optimizer() once,
     then per epoch batches(epoch) and step() per batch, evaluate("dev") after the epoch.
 
-    A recipe class subclasses Recipe: it must define the methods without a body here and
-    inherits the optional hooks below (lanes, log_keys, steps_per_epoch, clip_gradients,
-    lane_model), overriding the ones it needs."""
+    A recipe class subclasses Recipe: it must define the abstract methods (a subclass that
+    misses one cannot be instantiated: the TypeError names it) and inherits the optional hooks
+    below (lanes, log_keys, steps_per_epoch, clip_gradients, lane_model), overriding the ones
+    it needs."""
 
     model: torch.nn.Module
     lanes: int = 0  # > 0: that many models trained as one batched computation (fit_lanes)
     log_keys: tuple[str, ...] = ()  # the dev metrics of the epoch line; (): every dev_ key
 
+    @abstractmethod
     def optimizer(self) -> tuple[torch.optim.Optimizer, Any]: ...  # (optimizer, scheduler|None)
+    @abstractmethod
     def batches(self, epoch: int) -> Iterable[Any]: ...
+    @abstractmethod
     def step(self, batch: Any, device: torch.device) -> StepOutput: ...
+    @abstractmethod
     def evaluate(self, split: str, precision: Precision) -> dict[str, float]: ...
+    @abstractmethod
     def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]: ...  # (key, patience)
+    @abstractmethod
     def checkpoint_config(self) -> dict[str, Any]: ...
+    @abstractmethod
     def checkpoint_info(self) -> dict[str, Any]: ...
+    @abstractmethod
     def fingerprint(self) -> dict[str, Any]: ...
+    @abstractmethod
     def state_dict(self) -> dict[str, Any]: ...
+    @abstractmethod
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
 
     def steps_per_epoch(self) -> int | None:

@@ -84,6 +84,20 @@ def settings(**kw) -> LoopSettings:
     return LoopSettings(**{"epochs": 4, "patience": None, "device": "cpu", "log_every_s": 0, **kw})
 
 
+def test_a_recipe_missing_a_required_method_cannot_be_built():
+    """Recipe's required methods are abstract: a family that forgets one fails at once,
+    naming it, not later with a None where the loop expected an optimizer or a score."""
+
+    class Partial(Recipe):
+        def optimizer(self):
+            return None, None
+
+    with pytest.raises(TypeError, match="abstract methods.*batches") as error:
+        Partial()
+    assert "optimizer" not in str(error.value) and "checkpoint_info" in str(error.value)
+    assert not ToyRecipe.__abstractmethods__  # a complete recipe builds
+
+
 def test_best_on_dev_is_kept_and_patience_stops(tmp_path):
     recipe = ToyRecipe(dev_accs=[0.5, 0.8, 0.7, 0.8, 0.6, 0.9])
     result = fit(recipe, settings(epochs=6, patience=2), tmp_path, name="toy")
