@@ -51,9 +51,9 @@ def _register(root: Path) -> None:
 def _project_copy(root: Path) -> None:
     """The repository's code and settings (as git tracks them) in `root`, plus the toy family:
     its folder, its registry line and its params section -- nothing else."""
-    files = subprocess.run(["git", "ls-files", "flows", "tasks", "models", "presets",
-                            "params.yaml", "dvc.yaml"], cwd=REPO_ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()  # fmt: skip
+    files = subprocess.run(["git", "ls-files", "flows", "tasks", "models", "presets", "tests",
+                            "params.yaml", "dvc.yaml", "pyproject.toml"], cwd=REPO_ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
     for name in files:
         if (REPO_ROOT / name).is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -99,8 +99,9 @@ def test_a_family_without_a_report_module_gets_the_generic_section(tmp_path):
 @pytest.mark.slow
 def test_adding_a_family_is_a_folder_a_registry_line_and_a_params_section(tmp_path):
     """In a copy of the project with only those three additions: `stage_deps` writes the
-    stage, `dvc repro` trains both items with two seeds each through the generic stage, and
-    the report renders the family's section (about 40 s)."""
+    stage, the family contract test passes for it, `dvc repro` trains both items with two
+    seeds each through the generic stage, and the report renders the family's section (about
+    a minute)."""
     _project_copy(tmp_path)
     env = {**os.environ, "COREFREPRO_ORCHESTRATION": "local",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
@@ -115,6 +116,9 @@ def test_adding_a_family_is_a_folder_a_registry_line_and_a_params_section(tmp_pa
     assert {"flows/train.py", "models/toy/family.py", "models/toy/model.py"} <= set(deps)
     assert not any(d.startswith(("models/mage", "models/coref")) for d in deps)
     run(sys.executable, "-m", "tasks.core.stage_deps", "--check")
+    contract = run(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                   "tests/models/test_families.py", "-k", "toy")  # fmt: skip
+    assert "1 passed" in contract  # the family contract every registered family keeps
 
     run("dvc", "init", "--no-scm", "-q")
     log = run("dvc", "repro", "train_toy")
