@@ -357,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
         diff = difflib.unified_diff(old.splitlines(True), new.splitlines(True), "dvc.yaml",
                                     "dvc.yaml (generated)")  # fmt: skip
         sys.stdout.writelines(diff)
-        print("dvc.yaml: out of date (a family stage or code deps); run `python -m tasks.core.stage_deps`")
+        print(
+            "dvc.yaml: out of date (a family stage or code deps); run `python -m tasks.core.stage_deps`"
+        )
         return 1
     path.write_text(new)
     print("dvc.yaml: rewritten (then `dvc repro` runs the stages whose deps changed)")
