@@ -246,8 +246,9 @@ def family_block(name: str) -> str:
 
 def add_family_stages(text: str, root: Path = REPO_ROOT) -> str:
     """dvc.yaml `text` with a stage for every family of models/registry.py FAMILIES that has
-    none (family_block, appended to `stages:`), and that family's metrics folder among the
-    report stage's deps (the report renders its section: tasks/report/common.py)."""
+    none (family_block, appended to `stages:`), and that family's metrics and artifacts
+    folders among the report stage's deps (the report renders its section and learning
+    curves: tasks/report/common.py family_section)."""
     stages = yaml.safe_load(text)["stages"]
     missing = [f for f in registry_dict(root, "FAMILIES") if f"train_{f}" not in stages]
     if not missing:
@@ -259,7 +260,9 @@ def add_family_stages(text: str, root: Path = REPO_ROOT) -> str:
         end -= 1  # before the blank lines and comments that open the next top-level key
     blocks = ["\n" + family_block(f) for f in missing]
     lines[end:end] = blocks
-    return _add_report_deps("".join(lines), [f"metrics/train_{f}" for f in missing])
+    return _add_report_deps(
+        "".join(lines), [d for f in missing for d in (f"metrics/train_{f}", f"artifacts/train_{f}")]
+    )
 
 
 def _add_report_deps(text: str, entries: list[str]) -> str:

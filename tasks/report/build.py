@@ -111,8 +111,12 @@ def all_measured(
 def _glance(rows: list[Measured], figure_names: Mapping[str, str]) -> list[str]:
     """The opening section: what this run measured, ours beside the paper's, and the figures."""
     lines = ["## At a glance: what this run measured", ""]
-    if not rows:
-        return lines + ["Nothing yet: no training stage has written metrics.", ""]
+    if not rows:  # no number of a paper's table; a family's own figures may still be drawn
+        return (
+            lines
+            + ["Nothing yet: no number of a paper's table was measured.", ""]
+            + [line for title, name in figure_names.items() for line in (f"![{title}]({name})", "")]
+        )
     header = ["family", "paper table", "model / task", "metric", "ours", "paper", "Δ", "split"]
     header += ["data", "seeds", "budget", "device"]
     body = [
@@ -165,11 +169,14 @@ def render(
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write_figures(cfg: ReportSettings, rows: list[Measured]) -> dict[str, str]:
+def write_figures(cfg: ReportSettings, rows: list[Measured],
+                  secs: Sequence[Section] = ()) -> dict[str, str]:  # fmt: skip
     """The PNGs under cfg.figures; {title: path relative to the report's folder} of those
-    drawn (a figure with nothing to draw is not written)."""
+    drawn (a figure with nothing to draw is not written). Learning curves: the directories
+    of report.artifacts, then those of the sections that draw their own (Section.curves)."""
     root = resolve_path(cfg.figures)
     artifacts = dataclasses.asdict(cfg.artifacts)
+    extra = {s.source: cfg.artifacts.of(s.source) for s in secs if s.curves}
     drawn = {
         "Ours vs the papers": figures.ours_vs_paper(rows, root / "ours_vs_paper.png"),
         "Annotation quality": figures.annotation_quality(
@@ -177,7 +184,7 @@ def write_figures(cfg: ReportSettings, rows: list[Measured]) -> dict[str, str]:
             root / "annotation_quality.png",
         ),
     }
-    for source, directory in sorted(artifacts.items()):
+    for source, directory in [*sorted(artifacts.items()), *extra.items()]:
         drawn[f"Learning curves: {source}"] = figures.learning_curves(
             source, resolve_path(directory), root / f"learning_curves_{source}.png"
         )
@@ -207,7 +214,7 @@ def build(
     spec = load_spec(resolve_path(cfg.paper_results), secs)
     measured = load_measured(cfg.metrics, secs)
     rows = all_measured(spec, measured, secs)
-    names = write_figures(cfg, rows)
+    names = write_figures(cfg, rows, secs)
     write_summaries(cfg, rows, [sec.source for sec in secs])
     text = render(spec, measured, secs, annotation=annotation, figure_names=names)
     out = resolve_path(cfg.output)

@@ -53,6 +53,9 @@ class ReportArtifacts:
     coref: str = "artifacts/train_coref"
     entitynlm: str = "artifacts/train_entitynlm"
 
+    def of(self, family: str) -> str:
+        return getattr(self, family, None) or f"artifacts/train_{family}"
+
 
 @dataclass
 class ReportSettings:
@@ -105,6 +108,9 @@ class Section:
     render_rest: Callable[[Sequence[Mapping], Any, Mapping, str | None], list[str]] = lambda *_: []
     measured: Callable[[Sequence[Mapping], Any], list[Measured]] = lambda *_: []
     matches: Callable[[Mapping, Any], bool] = lambda *_: True
+    # its learning curves from artifacts/train_<source> (ReportArtifacts.of) besides those
+    # params.yaml report.artifacts lists: a family without a report module of its own
+    curves: bool = False
 
 
 def family_section(name: str) -> Section:
@@ -126,7 +132,8 @@ def family_section(name: str) -> Section:
         ]
         return lines + _md_table(["item", *keys], body) + [""]
 
-    return Section(source=name, kinds=(), load=load, render=lambda *_: [], render_rest=render_rest)
+    return Section(source=name, kinds=(), load=load, render=lambda *_: [],
+                   render_rest=render_rest, curves=True)  # fmt: skip
 
 
 def _is_number(value: Any) -> bool:

@@ -62,12 +62,18 @@ def _histories(root: Path) -> dict[str, list[dict]]:
     return out
 
 
+def _dev_keys(keys) -> list[str]:
+    return [k for k in keys if k.startswith("dev_")]
+
+
 def learning_curves(family: str, artifacts: Path, path: Path) -> Path | None:
     """Train loss and the family's dev metric per epoch, one line per run and seed."""
     runs = _histories(artifacts)
     if not runs:
         return None
-    key = next((k for k in CURVE_KEYS if any(k in r for rows in runs.values() for r in rows)), None)
+    logged = {k for rows in runs.values() for r in rows for k in r}
+    # the family's dev metric: a known one, else the first dev_ key its history logs
+    key = next((k for k in CURVE_KEYS if k in logged), min(_dev_keys(logged), default=None))
     fig, axes = plt.subplots(1, 2 if key else 1, figsize=(10 if key else 5, 3.5), squeeze=False)
     for name, rows in runs.items():
         epochs = [r["epoch"] for r in rows]

@@ -77,7 +77,9 @@ def test_a_registered_family_without_a_stage_gets_one_and_the_report_reads_it(tm
     assert stage["foreach"] == "${train_toy.items}"
     assert stage["do"]["cmd"] == "python -m flows.train toy --item ${item}"
     assert stage["do"]["params"] == ["train_toy"]
-    assert spec["stages"]["report"]["deps"] == ["metrics/train_toy", "metrics/train_mage"]
+    assert spec["stages"]["report"]["deps"] == [
+        "metrics/train_toy", "artifacts/train_toy", "metrics/train_mage",
+    ]  # fmt: skip
     assert new.index("train_toy:") < new.index("# the figures")  # inside `stages:`
     assert stage_deps.add_family_stages(new, tmp_path) == new  # idempotent
     stage_deps.registry_dict.cache_clear()
@@ -135,6 +137,8 @@ def test_adding_a_family_is_a_folder_a_registry_line_and_a_params_section(tmp_pa
     report = (tmp_path / "reports" / "results.md").read_text()
     assert "## Model family `toy` (stage train_toy)" in report
     assert "| mlp | " in report
+    assert "![Learning curves: toy](../plots/report/learning_curves_toy.png)" in report
+    assert (tmp_path / "plots" / "report" / "learning_curves_toy.png").stat().st_size > 0
 
 
 def test_the_generic_stage_names_what_is_wrong(monkeypatch):
