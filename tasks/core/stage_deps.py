@@ -209,17 +209,11 @@ def code_deps(root: Path = REPO_ROOT, text: str | None = None) -> dict[str, list
     """stage name -> its generated code deps (of dvc.yaml `text`, else root's file)."""
     spec = yaml.safe_load(text if text is not None else (root / "dvc.yaml").read_text())
     params = yaml.safe_load((root / "params.yaml").read_text())
-    return {
-        stage: as_deps(
-            closure(
-                flow,
-                *_plugin_roots(stage, params, root),
-                *_family_roots(spec["stages"][stage], root),
-            ),
-            root,
-        )  # fmt: skip
-        for stage, flow in stage_modules(spec, root).items()
-    }
+    deps = {}
+    for stage, flow in stage_modules(spec, root).items():
+        loaded = (*_plugin_roots(stage, params, root), *_family_roots(spec["stages"][stage], root))
+        deps[stage] = as_deps(closure(flow, *loaded), root)
+    return deps
 
 
 def family_block(name: str) -> str:
@@ -277,7 +271,7 @@ def _add_report_deps(text: str, entries: list[str]) -> str:
         for line in lines[at:]
         if line.strip()[:2] == "- "
     }
-    new = [f"{pad}- {e}   # its section: tasks/report/common.py family_section\n"
+    new = [f"{pad}- {e}   # a family's section and curves (tasks/report/common.py)\n"
            for e in entries if e not in have]  # fmt: skip
     lines[at:at] = new
     return "".join(lines)
