@@ -392,6 +392,12 @@ def _resume(
     torch.set_rng_state(ckpt["torch_rng"])
     log.info("resuming from %s after epoch %d", last, saved.epoch)
     saved.best_key = tuple(saved.best_key) if saved.best_key is not None else None
+    # last.pt is written before the epoch's stop decision: a run that patience stopped must
+    # not train on when resumed (a time budget's stop is not kept: a resume gives a new one)
+    if settings.patience is not None and saved.since_best >= int(settings.patience):
+        log.info("%s: patience had stopped it after epoch %d (best %d): nothing to train",
+                 last, saved.epoch, saved.best_epoch)  # fmt: skip
+        saved.stopped_early = True
     return saved
 
 

@@ -126,6 +126,21 @@ def test_resume_continues_exactly_as_one_run(tmp_path):
     assert torch.equal(a.model.weight, b.model.weight)
 
 
+def test_a_run_that_patience_stopped_does_not_train_on_when_resumed(tmp_path):
+    """last.pt is written before the epoch's stop decision; resuming a run that patience
+    stopped (a lane killed during its test evaluation) used to train past the stop and could
+    replace best.pt. It stays stopped."""
+    stopped = fit(ToyRecipe(dev_accs=[0.5, 0.8, 0.7, 0.8]),
+                  settings(epochs=6, patience=2, resume=True), tmp_path, name="toy")  # fmt: skip
+    assert stopped.stopped_early and stopped.epochs_run == 4 and stopped.best_epoch == 2
+    best = (tmp_path / BEST).read_bytes()
+    again_recipe = ToyRecipe(dev_accs=[0.99, 0.99])  # it would improve if it trained
+    again = fit(again_recipe, settings(epochs=6, patience=2, resume=True), tmp_path, name="toy")
+    assert again.resumed_from == 4 and again.epochs_run == 4 and again.stopped_early
+    assert again.best_epoch == 2 and again.history == stopped.history
+    assert again_recipe.evaluations == 0 and (tmp_path / BEST).read_bytes() == best
+
+
 def test_changed_settings_train_from_scratch_and_say_why(tmp_path, caplog):
     fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
     with caplog.at_level("WARNING", logger="corefrepro.training"):
