@@ -401,6 +401,16 @@ def _resume(
     return saved
 
 
+def _replay_history(lane: _Lane) -> None:
+    """A resumed run's tracked run gets the epochs before the interruption too (the curve
+    last.pt carries, without the wall-clock figures it does not keep), so its learning curve
+    in MLflow is whole; the interrupted attempt stays beside it as KILLED."""
+    if lane.log_metrics is None:
+        return
+    for row in lane.state.history:
+        lane.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "best")}, row["epoch"])
+
+
 def _save_last(path, recipe, optimizer, scheduler, scaler, state, expected: dict) -> None:
     save_checkpoint(
         path, recipe.model, recipe.checkpoint_config(),
@@ -480,6 +490,8 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         if len(lanes) == 1 and not recipe.lanes:
             lanes[0].state = _resume(recipe, optimizer, scheduler, scaler, last, expected, settings)
             resumed_from = lanes[0].state.epoch
+            if ranks.main:
+                _replay_history(lanes[0])
         _barrier(ranks)  # every process has read last.pt before the main one rewrites it
         for lane in lanes if ranks.main else ():
             _drop_stale_best(lane)

@@ -126,6 +126,21 @@ def test_resume_continues_exactly_as_one_run(tmp_path):
     assert torch.equal(a.model.weight, b.model.weight)
 
 
+def test_a_resumed_run_logs_the_whole_learning_curve(tmp_path):
+    """The MLflow run of a resumed seed gets the epochs before the interruption (replayed
+    from last.pt, the numbers first logged) and then its own: the curve is whole in one run."""
+    first, resumed = [], []
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy",
+        log_metrics=lambda m, step: first.append((step, dict(m))))  # fmt: skip
+    fit(ToyRecipe(), settings(epochs=4, resume=True), tmp_path, name="toy",
+        log_metrics=lambda m, step: resumed.append((step, dict(m))))  # fmt: skip
+    assert [step for step, _ in resumed] == [1, 2, 3, 4]
+    for (step, logged), (again_step, replayed) in zip(first, resumed[:2], strict=True):
+        assert step == again_step and "epoch_time_s" in logged and "epoch_time_s" not in replayed
+        assert replayed == {k: v for k, v in logged.items() if k in replayed}
+        assert set(logged) - set(replayed) == {"train_time_s", "epoch_time_s"}
+
+
 def test_a_run_that_patience_stopped_does_not_train_on_when_resumed(tmp_path):
     """last.pt is written before the epoch's stop decision; resuming a run that patience
     stopped (a lane killed during its test evaluation) used to train past the stop and could
