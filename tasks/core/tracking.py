@@ -595,3 +595,132 @@ def log_file(path: str | os.PathLike[str], artifact_path: str | None = None) -> 
     _log(
         f"log artifact {path}", lambda: mlflow.log_artifact(str(path), artifact_path=artifact_path)
     )
+
+
+# --------------------------------------------------------------------------- gathering stores
+
+COPIED_FROM = "corefrepro.copied_from"  # tag of a copied run: the source run's id
+METRICS_PER_BATCH = 1000  # MLflow's log_batch limits (metrics; params below)
+PARAMS_PER_BATCH = 100
+
+
+@dataclass
+class CopyReport:
+    """What copy_runs did with a source store's runs."""
+
+    copied: int = 0
+    already: int = 0  # copied before (or the source is the destination)
+    running: int = 0  # not finished: left for a later copy, so that no partial copy sticks
+
+
+def source_uri(source: str) -> str:
+    """A store given as a tracking URI, or as the path of an mlflow.db (a lane's workspace
+    folder holding one is enough)."""
+    if "://" in source:
+        return source
+    path = Path(source).expanduser().resolve()
+    if path.is_dir():
+        path = path / "mlflow.db"
+    if not path.is_file():
+        raise FileNotFoundError(f"{source}: no MLflow store there (a tracking URI, an "
+                                "mlflow.db, or a folder holding one)")  # fmt: skip
+    return f"sqlite:///{path}"
+
+
+def copy_runs(source: str) -> CopyReport:
+    """Copy every finished run of the store `source` into the project's store (tracking_uri()),
+    experiment by experiment under the same names: tags, parameters, whole metric histories
+    (steps and timestamps), input datasets, artifacts, start and end time and status.
+
+    For runs made in side-by-side workspaces (training lanes, a second machine) that each
+    logged to their own mlflow.db. mlflow-export-import 1.2.0, the ecosystem's tool for this,
+    fails on MLflow 3.17's stores (its import creates the experiment twice). A copy is tagged
+    COPIED_FROM with the source run's id, so copying again adds only the new runs.
+    """
+    from mlflow.tracking import MlflowClient
+
+    source_client = MlflowClient(tracking_uri=source_uri(source))
+    report = CopyReport()
+    for experiment in source_client.search_experiments():
+        runs = _all_runs(source_client, experiment.experiment_id)
+        if not runs:
+            continue
+        dest_experiment = _experiment(experiment.name)
+        dest = MlflowClient(tracking_uri=tracking_uri())
+        present = {r.data.tags.get(COPIED_FROM) for r in _all_runs(dest, dest_experiment)}
+        present |= {r.info.run_id for r in _all_runs(dest, dest_experiment)}
+        for run in runs:
+            if run.info.status == "RUNNING":
+                report.running += 1
+            elif run.info.run_id in present:
+                report.already += 1
+            else:
+                _copy_run(source_client, dest, run, dest_experiment)
+                report.copied += 1
+    return report
+
+
+def _all_runs(client: Any, experiment_id: str) -> list[Any]:
+    """Every run of an experiment, deleted ones aside, oldest first (search_runs pages)."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs([experiment_id], max_results=1000, page_token=token,
+                                  order_by=["attributes.start_time ASC"])  # fmt: skip
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _copy_run(source: Any, dest: Any, run: Any, experiment_id: str) -> None:
+    import tempfile
+
+    from mlflow.entities import Param
+
+    info, data = run.info, run.data
+    tags = {**data.tags, COPIED_FROM: info.run_id}
+    new = dest.create_run(experiment_id, start_time=info.start_time, tags=tags,
+                          run_name=info.run_name).info.run_id  # fmt: skip
+    params = [Param(k, v) for k, v in data.params.items()]
+    for i in range(0, len(params), PARAMS_PER_BATCH):
+        dest.log_batch(new, params=params[i : i + PARAMS_PER_BATCH])
+    history = [m for key in data.metrics for m in source.get_metric_history(info.run_id, key)]
+    for i in range(0, len(history), METRICS_PER_BATCH):
+        dest.log_batch(new, metrics=history[i : i + METRICS_PER_BATCH])
+    if run.inputs and run.inputs.dataset_inputs:
+        dest.log_inputs(new, datasets=run.inputs.dataset_inputs)
+    if source.list_artifacts(info.run_id):
+        with tempfile.TemporaryDirectory() as tmp:
+            local = source.download_artifacts(info.run_id, "", tmp)
+            dest.log_artifacts(new, local)
+    dest.set_terminated(new, status=info.status, end_time=info.end_time)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tasks.core.tracking",
+        description="Copy the finished runs of other MLflow stores (training lanes' mlflow.db) "
+        "into this project's store (tracking.uri, or MLFLOW_TRACKING_URI); again later, it "
+        "copies only the runs added since.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    copy = sub.add_parser("copy-runs", help="copy the runs of one or more stores here")
+    copy.add_argument("sources", nargs="+", help="a tracking URI, an mlflow.db, or its folder")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for source in args.sources:
+        try:
+            report = copy_runs(source)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        log.info("%s -> %s: %d runs copied, %d there already, %d not finished (RUNNING: "
+                 "copied once they end)",
+                 source, tracking_uri(), report.copied, report.already, report.running)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -255,3 +255,67 @@ def test_two_stages_at_once_log_to_an_mlflow_server(tmp_path, mlflow_server):
     stored = list((server / "artifacts").rglob("best.pt"))  # written by the server
     assert len(stored) == 2
     assert not (repo / "mlartifacts").exists() and not (repo / "mlflow.db").exists()
+
+
+def test_copy_runs_gathers_a_lanes_store_once(tmp_path, monkeypatch):
+    """A lane's mlflow.db copied into the project's store: whole learning curves, parameters,
+    tags, datasets, artifacts and statuses; a second copy adds only runs finished since, and a
+    run still going is left for it."""
+    from mlflow.tracking import MlflowClient
+
+    from tasks.core import tracking
+
+    def store(name: str) -> str:
+        monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+            artifacts=str(tmp_path / name / "mlartifacts")))  # fmt: skip
+        (tmp_path / name).mkdir(exist_ok=True)
+        uri = f"sqlite:///{tmp_path / name / 'mlflow.db'}"
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        return uri
+
+    lane = store("lane")
+    monkeypatch.setenv("DVC_STAGE", "train_mage@toy-syn1")
+    entry = {"deps": [{"path": "data/graphs/g.parquet", "md5": "0" * 32, "size": 1}]}
+    monkeypatch.setattr(tracking, "_stage_lock_entry", lambda stage: entry)
+    (tmp_path / "metrics.json").write_text('{"test": 0.5}')
+    with tracked_run_for_test("toy-syn1", seed=1):
+        for epoch, acc in enumerate([0.2, 0.4, 0.3], start=1):
+            tracking.log_metrics({"dev_acc": acc}, step=epoch)
+        tracking.log_params({"lr": 0.001})
+        tracking.log_file(tmp_path / "metrics.json")
+    with pytest.raises(KeyboardInterrupt), tracked_run_for_test("toy-syn1", seed=2):
+        raise KeyboardInterrupt
+    source = MlflowClient(lane)
+    lane_experiment = source.get_experiment_by_name("train_mage").experiment_id
+    running = source.create_run(lane_experiment, run_name="train_mage@toy-syn1/seed3").info.run_id
+
+    main_uri = store("main")
+    assert tracking.main(["copy-runs", str(tmp_path / "lane")]) == 0
+    copied = {r.info.run_name: r for r in _runs(main_uri, "train_mage")}
+    assert sorted(copied) == ["train_mage@toy-syn1/seed1", "train_mage@toy-syn1/seed2"]
+    first = copied["train_mage@toy-syn1/seed1"]
+    (original,) = source.search_runs([lane_experiment], "attributes.run_name = "
+                                     "'train_mage@toy-syn1/seed1'")  # fmt: skip
+    dest = MlflowClient(main_uri)
+    assert [(m.step, m.value) for m in dest.get_metric_history(first.info.run_id, "dev_acc")] == [
+        (1, 0.2), (2, 0.4), (3, 0.3)]  # fmt: skip
+    assert first.data.params == {"lr": "0.001"}
+    assert first.info.status == "FINISHED"
+    assert copied["train_mage@toy-syn1/seed2"].info.status == "KILLED"
+    assert first.info.start_time == original.info.start_time
+    assert first.data.tags[tracking.COPIED_FROM] == original.info.run_id
+    assert first.data.tags["git_sha"] == original.data.tags["git_sha"]
+    assert _artifacts(main_uri, first.info.run_id) == ["metrics.json"]
+    assert [d.dataset.name for d in first.inputs.dataset_inputs] == ["data/graphs/g.parquet"]
+
+    assert tracking.copy_runs(str(tmp_path / "lane")) == tracking.CopyReport(0, 2, 1)
+    source.set_terminated(running, "FINISHED")
+    assert tracking.copy_runs(lane) == tracking.CopyReport(1, 2, 0)
+    assert len(_runs(main_uri, "train_mage")) == 3
+
+
+def test_copy_runs_names_a_missing_store(tmp_path, capsys):
+    from tasks.core import tracking
+
+    assert tracking.main(["copy-runs", str(tmp_path / "nowhere")]) == 2
+    assert f"error: {tmp_path / 'nowhere'}: no MLflow store there" in capsys.readouterr().err
