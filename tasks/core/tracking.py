@@ -647,8 +647,8 @@ def copy_runs(source: str) -> CopyReport:
             continue
         dest_experiment = _experiment(experiment.name)
         dest = MlflowClient(tracking_uri=tracking_uri())
-        present = {r.data.tags.get(COPIED_FROM) for r in _all_runs(dest, dest_experiment)}
-        present |= {r.info.run_id for r in _all_runs(dest, dest_experiment)}
+        there = _all_runs(dest, dest_experiment)
+        present = {r.data.tags.get(COPIED_FROM) for r in there} | {r.info.run_id for r in there}
         for run in runs:
             if run.info.status == "RUNNING":
                 report.running += 1
