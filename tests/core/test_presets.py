@@ -116,7 +116,7 @@ def test_resume_reproduces_the_targets_while_params_hold_the_preset(tmp_path):
     ):
         presets.resume_command("entitynlm-lm", "cpu", root=repo)
     with pytest.raises(
-        CorefreproError, match=r"does not hold the preset's settings .*embed_dim: 128 here, 32"
+        CorefreproError, match=r"does not hold the preset's settings .*embed_dim: 256 here, 32"
     ):
         presets.resume_command("entitynlm-lm", "paper", extra, root=repo)
     with pytest.raises(CorefreproError, match="only the run's `-S key=value` pairs"):
