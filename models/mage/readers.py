@@ -35,6 +35,13 @@ Choices the paper leaves open, each with the released code's reading as an optio
 - attention_sum: "document" (Eq. 5's softmax over every document position, the paper and
   Kadlec et al.) or "candidates" (renormalised over the positions holding a candidate:
   model/GA.py ``probm = probs*self.cmask + EPS; probm = probm/tf.reduce_sum(probm, ...)``).
+- token_in_query: the GA Reader's token-in-query feature (Dhingra et al. 2016, "qe-comm" after
+  Li et al. 2016), which the MAGE paper does not mention: model/GA.py ``prepare_input`` marks
+  every document token whose word occurs in the query, embeds the flag in 2 dimensions
+  (``Femb``) and appends it to the document input of the last layer (``if self.use_feat and
+  i==K-1``; config.py ``use_feat``: 0 on the lambada branch, 1 in its later GAMage config) --
+  for the one-layer bi-GRU reader, its only layer. Off by default (the paper's model); in a
+  MAGE encoder over the concatenation the query positions take flag 0 (one input size).
 
 The batch (collate_graphs builds it from numericalized GRAPHS rows), B items, T tokens:
     tokens        [B, T] long   token ids of the concatenated sequence, padding_idx after it
@@ -184,6 +191,17 @@ def span_mask(span: Tensor, steps: int) -> Tensor:
     return (position >= span[:, :1]) & (position < span[:, 1:])
 
 
+def in_query_flags(batch: Mapping[str, Tensor]) -> Tensor:
+    """[B, T] long: 1 at the document tokens whose word also occurs in the query, else 0
+    (bdhingra/coref-gru model/GA.py ``prepare_input``: ``np.in1d(d[i,:,0], q[i,:,0])``); words
+    are compared by `surface` id where the batch has it, so two unknown words differ."""
+    ids = batch.get("surface", batch["tokens"])
+    query_ids, query_mask = take_span(ids, batch["query_span"])
+    hit = ((ids.unsqueeze(2) == query_ids.unsqueeze(1)) & query_mask.unsqueeze(1)).any(2)
+    in_doc = span_mask(batch["doc_span"], ids.shape[1]) & batch["mask"]
+    return (hit & in_doc).long()
+
+
 def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim)
 
@@ -301,6 +319,7 @@ class _Reader(nn.Module):
         init: str = "torch",
         dropout_at: str = "all",
         attention_sum: str = "document",
+        token_in_query: bool = False,
     ) -> None:
         super().__init__()
         if encoder not in ENCODERS:
@@ -339,6 +358,9 @@ class _Reader(nn.Module):
         self.dropout = nn.Dropout(dropout)
         # W_C of Eq. 6: one output embedding per class
         self.classes = nn.Linear(2 * hidden_size, num_classes, bias=False) if num_classes else None
+        # the token-in-query flag's 2-d embedding (GA.py Femb), appended at the last layer
+        self.in_query = nn.Embedding(2, 2) if token_in_query else None
+        self.feature_size = 2 if token_in_query else 0
 
     def _bi_mage(self, input_size: int) -> BiMAGEGRU:
         return BiMAGEGRU(
@@ -373,6 +395,16 @@ class _Reader(nn.Module):
             onehot = F.one_hot((chain + 1).clamp(min=0), self.max_chains + 1)[..., 1:]
             x = torch.cat([x, onehot.to(x.dtype)], dim=-1)
         return self._drop(x)
+
+    def with_in_query(self, x: Tensor, batch: Mapping[str, Tensor], span: Tensor | None) -> Tensor:
+        """x [B, L, D] (the whole sequence, or the rows of `span`) with the token-in-query
+        feature appended where token_in_query is on (module docstring), else x."""
+        if self.in_query is None:
+            return x
+        flags = in_query_flags(batch)
+        if span is not None:
+            flags, _ = take_span(flags, span)
+        return torch.cat([x, self.in_query(flags).to(x.dtype)], dim=-1)
 
     def answer(
         self,
@@ -441,10 +473,10 @@ class BiGRUReader(_Reader):
         super().__init__(vocab_size, embed_dim, hidden_size, **options)
         encoder = self.encoder
         if encoder == "gru":
-            self.doc_rnn = MaskedBiGRU(self.input_size, hidden_size)
+            self.doc_rnn = MaskedBiGRU(self.input_size + self.feature_size, hidden_size)
             self.query_rnn = MaskedBiGRU(self.input_size, hidden_size)
         else:
-            self.rnn = self._bi_mage(self.input_size)
+            self.rnn = self._bi_mage(self.input_size + self.feature_size)
         self._initialize()
 
     def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
@@ -452,10 +484,11 @@ class BiGRUReader(_Reader):
         if self.encoder == "gru":
             x_doc, doc_mask = take_span(x, batch["doc_span"])
             x_query, query_mask = take_span(x, batch["query_span"])
-            doc = self.doc_rnn(x_doc, doc_mask)
+            doc = self.doc_rnn(self.with_in_query(x_doc, batch, batch["doc_span"]), doc_mask)
             query = self.query_rnn(x_query, query_mask)
         else:
             # §3.3: one MAGE-GRU over the concatenated sequences, split back by the spans
+            x = self.with_in_query(x, batch, None)
             h = self.rnn(x, batch["forward"], batch["backward"], batch["mask"])
             doc, doc_mask = take_span(h, batch["doc_span"])
             query, query_mask = take_span(h, batch["query_span"])
@@ -474,7 +507,8 @@ class GAReader(_Reader):
     gated attention: alpha_i = softmax(Q^(k)T d_i), q~_i = Q^(k) alpha_i, x_i = d_i * q~_i.
     Layer K: attention sum with the query vector of Q^(K). Tables 1, 3, 5 rows "GA",
     "+ one-hot", "+ MAGE (d)", "+ MAGE (shared)", "+ DAG-RNN". The GA paper's token-in-query
-    feature (qe-comm) and character embeddings are not part of this reproduction.
+    feature (qe-comm) is the option token_in_query; its character embeddings are not part of
+    this reproduction.
     """
 
     def __init__(
@@ -493,6 +527,7 @@ class GAReader(_Reader):
             raise ValueError("num_layers must be >= 1")
         self.num_layers = num_layers
         sizes = [self.input_size] + [2 * hidden_size] * (num_layers - 1)
+        sizes[-1] += self.feature_size  # the token-in-query flag enters the last layer
         if encoder == "gru":
             self.doc_rnns = nn.ModuleList(MaskedBiGRU(s, hidden_size) for s in sizes)
             self.query_rnns = nn.ModuleList(
@@ -515,6 +550,8 @@ class GAReader(_Reader):
             x, doc_mask = take_span(y, batch["doc_span"])
             y_query, query_mask = take_span(y, batch["query_span"])
             for k in range(self.num_layers):
+                if k == last:
+                    x = self.with_in_query(x, batch, batch["doc_span"])
                 doc = self.doc_rnns[k](x, doc_mask)
                 query = self.query_rnns[k](y_query, query_mask)
                 if k < last:
@@ -523,6 +560,8 @@ class GAReader(_Reader):
             in_doc = span_mask(batch["doc_span"], y.shape[1]).unsqueeze(-1)
             x = y
             for k in range(self.num_layers):
+                if k == last:
+                    x = self.with_in_query(x, batch, None)
                 h = self.rnns[k](x, batch["forward"], batch["backward"], batch["mask"])
                 query, query_mask = take_span(h, batch["query_span"])
                 if k < last:

@@ -125,6 +125,8 @@ class MageModel:
     init: Literal["torch", "glorot"] = "torch"
     dropout_at: Literal["all", "between_layers"] = "all"
     attention_sum: Literal["document", "candidates"] = "document"
+    # the GA Reader's token-in-query feature at the last layer (released code, not the paper)
+    token_in_query: bool = False
     # "authors": the released code's optimisation recipe (module docstring, AUTHORS_RECIPE)
     recipe: Literal["project", "authors"] = "project"
 
@@ -223,6 +225,7 @@ def model_label(model_cfg: Mapping[str, Any] | MageModel) -> str:
         modes = {"split": f"+mage{cfg.coref_size}", "shared": "+mage-shared"}
         name += modes.get(cfg.mage_mode, "+dagrnn")
         name += "-attention" if cfg.edge_combine == "attention" else ""
+    name += "+inquery" if cfg.token_in_query else ""
     return name + ("+authors" if cfg.recipe == "authors" else "")
 
 
@@ -244,6 +247,7 @@ def build_model(model_cfg: Mapping[str, Any] | MageModel, data: ReaderData) -> t
         init=cfg.init,
         dropout_at=cfg.dropout_at,
         attention_sum=cfg.attention_sum,
+        token_in_query=cfg.token_in_query,
     )
     if cfg.reader == "ga":
         kwargs["num_layers"] = cfg.num_layers

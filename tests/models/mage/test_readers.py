@@ -14,6 +14,7 @@ from models.mage.readers import (
     GAReader,
     MaskedBiGRU,
     collate_graphs,
+    in_query_flags,
     query_vector,
     segment_spans,
     take_span,
@@ -26,6 +27,8 @@ VARIANTS = [
     {"encoder": "mage"},
     {"encoder": "mage", "mage_mode": "shared"},
     {"encoder": "mage", "mage_mode": "dagrnn"},
+    {"encoder": "gru", "token_in_query": True},
+    {"encoder": "mage", "token_in_query": True},
 ]
 VOCAB = 16
 
@@ -273,6 +276,45 @@ def test_one_hot_chain_features_are_appended_to_the_embeddings():
         small(batch)
 
 
+def test_token_in_query_flags_document_words_of_the_query_by_hand():
+    # item 0: document 1 2 3 1 4, query 9 1 -> the two 1s; item 1: query 9, document 2 5 2 6
+    batch = collate_graphs(EXAMPLES)
+    assert in_query_flags(batch).tolist() == [[1, 0, 0, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0]]
+    # surface ids decide where the batch has them: two unknown words (both <unk>) differ
+    surfaced = [dict(EXAMPLES[0], surface=[1, 2, 3, 20, 4, 9, 21])]
+    assert in_query_flags(collate_graphs(surfaced)).tolist() == [[0, 0, 0, 0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("encoder", ["gru", "mage"])
+@pytest.mark.parametrize("reader_cls", READERS)
+def test_token_in_query_enters_the_document_input_of_the_last_layer(reader_cls, encoder):
+    plain = (
+        make(reader_cls, encoder=encoder, num_layers=2)
+        if reader_cls is GAReader
+        else (make(reader_cls, encoder=encoder))
+    )
+    kwargs = {"num_layers": 2} if reader_cls is GAReader else {}
+    flagged = make(reader_cls, encoder=encoder, token_in_query=True, **kwargs)
+    # off by default: no feature parameters, the same module shapes as before the option
+    assert plain.in_query is None and not any("in_query" in n for n, _ in plain.named_parameters())
+    grown = {
+        n: (p.shape, flagged.state_dict()[n].shape)
+        for n, p in plain.state_dict().items()
+        if flagged.state_dict()[n].shape != p.shape
+    }
+    last = "rnn" if reader_cls is BiGRUReader else "rnns.1"
+    last = ("doc_" + last) if encoder == "gru" else last
+    # only the last layer's (document) input weights grow, by the flag's 2 dimensions
+    assert grown and all(n.startswith(last) and "weight_i" in n for n in grown), grown
+    assert all(new[1] == old[1] + 2 for old, new in grown.values())
+    # the flag moves the output: a changed feature embedding changes the distribution
+    batch = collate_graphs(EXAMPLES)
+    before = flagged(batch)
+    with torch.no_grad():
+        flagged.in_query.weight[1] += 1.0
+    assert not torch.allclose(flagged(batch), before)
+
+
 # --------------------------------------------------------------------------- every variant
 
 
@@ -300,7 +342,9 @@ def test_distribution_shape_and_padding_invariance(reader_cls, variant, output):
     torch.testing.assert_close(alone[0], log_p[1, : alone.shape[1]], rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("variant", VARIANTS[1:3], ids=["one-hot", "mage"])
+@pytest.mark.parametrize(
+    "variant", [*VARIANTS[1:3], *VARIANTS[-2:]], ids=["one-hot", "mage", "gru-q", "mage-q"]
+)
 @pytest.mark.parametrize("reader_cls", READERS)
 def test_gradients_reach_every_parameter(reader_cls, variant):
     reader = make(reader_cls, **variant).train()

@@ -21,6 +21,8 @@ FAST = {"batch_size": 16, "lr": 0.01, "threads": 1, "log_every_s": 0, "epochs": 
 MODELS = {
     "bigru": {"reader": "bigru", "encoder": "gru"},
     "bigru-mage": {"reader": "bigru", "encoder": "mage"},
+    # the token-in-query feature: its 2-d embedding stacked per seed
+    "bigru-mage-inquery": {"reader": "bigru", "encoder": "mage", "token_in_query": True},
     "ga-mage": {"reader": "ga", "encoder": "mage", "num_layers": 2},
     # edge attention (its Watt stacked per seed) and the authors' recipe (clipping by value)
     "ga-mage-attention-authors": {

@@ -161,6 +161,7 @@ def test_model_configs_and_labels():
     )
     assert tr.model_label({"reader": "ga", "encoder": "dagrnn"}) == "ga+dagrnn"
     assert tr.model_label({"one_hot": True}) == "bigru+onehot"
+    assert tr.model_label({"encoder": "mage", "token_in_query": True}) == "bigru+mage16+inquery"
     # total hidden fixed at 256 (§4.2): MAGE(16) splits it 240 + 16
     assert tr.resolve_model({"encoder": "mage"}).hidden_size == 256
     # aliases resolved and settings that play no part normalized away: equal models are equal
@@ -191,6 +192,8 @@ def test_every_table1_variant_builds_and_runs(syn1):
         {"reader": "ga", "encoder": "mage", "num_layers": 2},
         {"reader": "ga", "encoder": "mage", "mage_mode": "shared", "num_layers": 2},
         {"reader": "ga", "encoder": "dagrnn", "num_layers": 2},
+        {"encoder": "mage", "token_in_query": True},
+        {"reader": "ga", "encoder": "mage", "num_layers": 2, "token_in_query": True},
     ):
         model = tr.build_model({**TINY, **cfg}, syn1).eval()
         with torch.no_grad():
