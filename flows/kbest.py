@@ -29,7 +29,6 @@ from tasks.core import storage
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.fetch import sha256_of
 from tasks.core.layout import docs_dir
 from tasks.core.progress import Progress
 from tasks.core.schema import KBEST
@@ -39,6 +38,7 @@ from tasks.core.settings import (
     bounded,
     load_stage_settings,
 )
+from tasks.core.storage import sha256_of
 from tasks.training.stage import artifact_dir
 
 log = logging.getLogger("corefrepro.kbest")

@@ -8,7 +8,7 @@ The family (models/coref, found through models/registry.py) trains each seed: th
 with dev-CoNLL-F1 model selection. This stage parses the section, prepares the data once (the
 splits, glove_path resolved with the download settings, the LM features of lm_features) and
 places and records every seed (tasks/training/stage.py):
-artifacts/train_coref/<encoder>/seed<k>/{best.pt,last.pt,history.json,metrics.json}, one
+artifacts/train_coref/<encoder>/seed<k>/{best.pt,history.json,metrics.json} (last.pt: data/cache/resume/), one
 MLflow run per seed (experiment "train_coref", run "train_coref@<encoder>/seed<k>");
 metrics/train_coref/<encoder>.json summarizes the seeds run.
 """

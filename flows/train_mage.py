@@ -44,7 +44,7 @@ from models.mage.train import (
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.fetch import sha256_of
+from tasks.core.storage import sha256_of
 from tasks.training.loop import RUN_ONLY
 from tasks.training.stage import (
     artifact_dir,

@@ -71,7 +71,6 @@ from tasks.core.checkpoints import (
     seed_everything,
 )
 from tasks.core.errors import CorefreproError
-from tasks.core.fetch import sha256_of
 from tasks.core.settings import (
     ConfigError,
     Name,
@@ -80,6 +79,7 @@ from tasks.core.settings import (
     parse_settings,
     settings_to_dict,
 )
+from tasks.core.storage import sha256_of
 from tasks.evaluation.qa import QAScore, subset_metrics
 from tasks.training.loop import (
     BEST,

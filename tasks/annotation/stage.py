@@ -30,9 +30,9 @@ from tasks.annotation.runs import run_settings, settings
 from tasks.core import storage
 from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.fetch import sha256_of
 from tasks.core.layout import docs_dir, mentions_dir
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
+from tasks.core.storage import sha256_of
 
 log = logging.getLogger("corefrepro.annotate")
 

@@ -17,7 +17,7 @@ from tasks.core.errors import CorefreproError
 
 # The top-level folders the pipeline writes into (DVC outs, metrics, plots, the report).
 # tasks.core.storage writes (and replaces whole directories) nowhere else.
-DATA_ROOTS = ("data", "artifacts", "metrics", "reports", "plots", "logs")
+DATA_ROOTS = ("data", "artifacts", "metrics", "reports", "plots", "logs", "results")
 # os.pathsep-separated extra directories writes may go to (tests: their temporary folders).
 WRITE_ROOTS_ENV = "COREFREPRO_WRITE_ROOTS"
 

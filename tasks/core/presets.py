@@ -29,8 +29,8 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
     uv run python -m tasks.core.presets resume entitynlm-prediction --scale cpu   # after a kill
 
 Why `resume` is `dvc repro` and not a second `dvc exp run`: `exp run` first restores every
-stage's committed outputs, persisted ones included, so an interrupted training stage loses the
-`last.pt` it would resume from (and its finished seeds). The interrupted run left params.yaml
+stage's committed outputs, so an interrupted run loses the stages it had finished (each seed's
+`last.pt` survives either way: it lives in data/cache/resume/, outside the outputs). The interrupted run left params.yaml
 holding the preset's values; `resume` checks that it still does (params.yaml at HEAD with the
 preset's overrides applied by DVC's own `apply_overrides`) and reproduces the targets with
 `dvc repro`, which keeps persisted outputs.
@@ -200,18 +200,15 @@ def resume_command(name: str, scale: Scale, extra: list[str] | None = None, smok
 
 
 def resume_scope(target: str, root: Path = REPO_ROOT) -> str:
-    """What `dvc repro` keeps of an interrupted *target*: a stage whose artifact folder is a
-    persisted output and whose `train.resume` is on continues each seed from its last.pt; any
-    other keeps only the stages (matrix or foreach items) that finished."""
+    """What `dvc repro` keeps of an interrupted *target*: a training stage whose `train.resume`
+    is on continues each seed from its last.pt (untracked, data/cache/resume/: no DVC command
+    removes it); any other keeps only the stages (matrix or foreach items) that finished."""
     stage = target.split("@", 1)[0]
-    dvc = load_yaml((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"].get(stage, {})
-    outs = (dvc.get("do") or dvc).get("outs", [])
-    persisted = any(isinstance(o, dict) and next(iter(o.values())).get("persist") for o in outs)
     params = load_yaml((root / "params.yaml").read_text(encoding="utf-8"))
     train = (params.get(stage) or {}).get("train") or {}
-    if persisted and train.get("resume"):
+    if isinstance(train, dict) and train.get("resume"):
         return f"{target}: each seed continues from its last.pt"
-    return f"{target}: finished stages are kept; an interrupted one restarts (no persisted last.pt)"
+    return f"{target}: finished stages are kept; an interrupted one restarts (resume off)"
 
 
 def resume_hint(name: str, scale: Scale, smoke: bool, extra: list[str]) -> str:

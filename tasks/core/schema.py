@@ -197,3 +197,46 @@ SCHEMAS: dict[str, pa.Schema] = {
     KBEST: KBEST_SCHEMA,
     ENTITY_PREDICTIONS: ENTITY_PREDICTIONS_SCHEMA,
 }
+
+
+# ---- results records (results/<preset>/<stage>/<item>.json, issue #55.1) ----
+# One finished real-data measurement: the figures per seed with their spread, and what made
+# them (data digests, settings, commit, numerics, host, MLflow runs). Written by
+# `python -m tasks.results.record` from finished runs, never by hand; read by the report.
+RECORD_VERSION = 1
+RECORD_SOURCES = ("run", "transcribed, no run")
+RECORD_FIELDS = {  # field -> its JSON type(s); every field required
+    "version": int, "id": str, "paper": str, "table": str, "row": str, "source": str,
+    "stage": str, "item": str, "preset": (str, type(None)), "scale": (str, type(None)),
+    "overrides": list, "metrics": dict, "data": dict, "commit": str, "numerics": str,
+    "device": str, "cpu": str, "epochs": dict, "wall_time_s": dict, "mlflow_run_ids": dict,
+    "recorded_at": str,
+}  # fmt: skip
+RECORD_METRIC_FIELDS = {"per_seed": dict, "mean": (float, int, type(None)),
+                        "sd": (float, int, type(None)), "n": int, "split": str,
+                        "split_size": (int, type(None)), "unit": str, "better": str}  # fmt: skip
+
+
+def record_problems(record: object) -> list[str]:
+    """What makes `record` no valid results record (empty: valid)."""
+    if not isinstance(record, dict):
+        return ["a record is a JSON object"]
+    problems = [f"missing field {k!r}" for k in RECORD_FIELDS if k not in record]
+    problems += [f"unknown field {k!r}" for k in record if k not in RECORD_FIELDS]
+    for key, kind in RECORD_FIELDS.items():
+        if key in record and not isinstance(record[key], kind):
+            problems.append(f"{key}: {type(record[key]).__name__}, expected {kind}")
+    if record.get("source") not in RECORD_SOURCES:
+        problems.append(f"source: {record.get('source')!r}, expected one of {RECORD_SOURCES}")
+    for name, metric in (record.get("metrics") or {}).items():
+        if not isinstance(metric, dict):
+            problems.append(f"metrics.{name}: not an object")
+            continue
+        for key, kind in RECORD_METRIC_FIELDS.items():
+            if key not in metric:
+                problems.append(f"metrics.{name}: missing {key!r}")
+            elif not isinstance(metric[key], kind):
+                problems.append(f"metrics.{name}.{key}: {type(metric[key]).__name__}")
+        if metric.get("better") not in ("lower", "higher"):
+            problems.append(f"metrics.{name}.better: expected 'lower' or 'higher'")
+    return problems

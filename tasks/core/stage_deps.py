@@ -15,6 +15,13 @@ families' report sections (a `reports()` call: tasks/report/<family>.py for ever
 models/registry.py FAMILIES); the annotator factory
 params.yaml names for a model-annotation stage. A registry used as such is written as its
 folder (a new member there then reruns its stages); every other module as its file.
+
+What does not count (issue #54.1): plumbing, the modules that cannot change a stage's bytes
+(PLUMBING: orchestration, tracking, progress, error wording). The walk neither lists nor
+enters them, so a log line edited in the Prefect wrapper or the MLflow helper leaves
+`dvc status` clean. Result code may import from them only the side channels PLUMBING names
+(tests/flows/test_dvc_deps.py checks the imports, and that no plumbing frame writes under the
+data roots).
 """
 
 from __future__ import annotations
@@ -37,6 +44,48 @@ LM_REGISTRY = "models/registry.py"  # LANGUAGE_MODELS: LM name -> its module; FA
 STAGE_HEADING = re.compile(r"^  ([A-Za-z_][\w-]*):\s*(#.*)?$")  # a stage under `stages:`
 PLUGIN_STAGES = {"annotate_model": ("annotate", "annotators", "model", "factory")}
 GENERIC_TRAIN = "flows.train"  # the stage of a family without its own flow: `flows.train <family>`
+# plumbing module -> the names result code may import from it (side channels: they log, track,
+# orchestrate or word an error, and return nothing a result is computed from)
+PLUMBING: dict[str, frozenset[str]] = {
+    "flows/runtime.py": frozenset(
+        {
+            "Runner",
+            "flow",
+            "task",
+            "run_cli",
+            "torchrun",
+            "run_logger",
+            "orchestrated",
+            "one_at_a_time",
+            "PARENT_TASK_RUN_ENV",
+            "BIND_HOST_ENV",
+            "MODE_ENV",
+            "setup_logging",
+        }
+    ),
+    "flows/reproduce.py": frozenset(),
+    "tasks/core/tracking.py": frozenset(
+        {
+            "PAPERS",
+            "tracked_run",
+            "tracked_runs",
+            "log_metrics",
+            "log_params",
+            "log_dict",
+            "log_file",
+            "log_checkpoint",
+            "tracking_uri",
+        }
+    ),
+    "tasks/core/progress.py": frozenset({"Progress", "track"}),
+    "tasks/core/errors.py": frozenset(
+        {"CorefreproError", "DataError", "MissingSourceError", "ChecksumError", "first_line"}
+    ),
+}
+
+
+def is_plumbing(path: Path) -> bool:
+    return path.relative_to(_root_of(path)).as_posix() in PLUMBING
 
 
 def module_file(name: str, root: Path = REPO_ROOT) -> Path | None:
@@ -141,11 +190,12 @@ def _root_of(path: Path) -> Path:
 
 
 def closure(*roots: Path) -> set[Path]:
-    """Every project file running `roots` runs."""
+    """Every result-bearing project file running `roots` runs (plumbing neither listed nor
+    entered: PLUMBING)."""
     seen, todo = set(), list(roots)
     while todo:
         p = todo.pop()
-        if p in seen:
+        if p in seen or is_plumbing(p):
             continue
         seen.add(p)
         todo.extend(direct_imports(p))
@@ -231,8 +281,7 @@ def family_block(name: str) -> str:
         "      params:\n"
         f"        - {stage}\n"
         "      outs:\n"
-        f"        - artifacts/{stage}/${{item}}:\n"
-        "            persist: true\n"
+        f"        - artifacts/{stage}/${{item}}\n"
         f"        - metrics/{stage}/${{item}}.json:\n"
         "            cache: false\n"
     )

@@ -19,7 +19,9 @@ recipe may keep computing it). Its clip_gradients clips per lane.
 Resume: with `resume`, last.pt is written after every epoch with the optimizer, schedule and
 RNG states and a fingerprint of everything the result depends on (the recipe's and model's
 code and this loop's, model and data encoding, data, training settings but the run-only ones). A later run continues from it only when the
-fingerprint is the same; otherwise it trains from scratch and says why.
+fingerprint is the same; otherwise it trains from scratch and says why. The loop writes into
+the folder it is given; the stages give it an untracked work folder and publish the results
+from there (tasks/training/stage.py), so resume state never enters a tracked output.
 """
 
 from __future__ import annotations
@@ -542,8 +544,8 @@ class NoCheckpointError(CorefreproError):
 
 
 def _drop_stale_best(lane: _Lane) -> None:
-    """A run from scratch removes an earlier run's best.pt first (DVC keeps `persist` outs in
-    place): its scores must never be reported as this run's."""
+    """A run from scratch removes an earlier run's best.pt first (a work folder keeps an
+    interrupted or finished run's): its scores must never be reported as this run's."""
     stale = lane.out_dir / BEST
     if lane.state.epoch == 0 and stale.exists():
         log.info("%s: removing %s of an earlier run before training from scratch", lane.name, stale)

@@ -3,7 +3,13 @@ settings parsed, the artifact folder artifacts/<stage>/<item>/seed<k>/, the seed
 <stage>@<item>/seed<k> around the family's training, the seed's metrics.json beside its
 checkpoints, and the summary metrics/<stage>/<item>.json. The family (tasks/training/family.py)
 trains; this module only places and records, so every family's outputs sit where the report,
-DVC and MLflow expect them."""
+DVC and MLflow expect them.
+
+Why a seed trains in a work folder (data/cache/resume/<stage>/<item>/seed<k>/, issue #54.2):
+its resume state (last.pt: optimizer, RNG, the pickled loop state) and its checkpoints as they
+come stay out of the tracked outputs, so a resumed run, or a refactor that leaves best.pt
+bit-identical, leaves the artifact's hash as it was; and the seed folder under artifacts/ is
+always one finished run's, replaced whole (publish_seed) only when the new one is complete."""
 
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import load_stage_settings, settings_to_dict
 from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run, tracked_runs
 from tasks.training.family import Family
-from tasks.training.loop import HISTORY
+from tasks.training.loop import HISTORY, LAST
 
 log = logging.getLogger("corefrepro.training")
 
@@ -32,15 +38,44 @@ def load_settings(family: Family) -> Any:
     return load_stage_settings(family.settings, family.stage)
 
 
+RESUME_ROOT = "data/cache/resume"  # untracked: resume state and checkpoints in the making
+RESUME_ONLY = (LAST,)  # what a work folder holds that is no result (not published)
+SEED_METRICS = "metrics.json"
+
+
 def artifact_dir(stage: str, item: str, seed: int) -> Path:
     return resolve_path(f"artifacts/{stage}") / item / f"seed{seed}"
 
 
+def work_dir(stage: str, item: str, seed: int) -> Path:
+    """Where the seed trains (best.pt, last.pt, history.json as they come): outside every
+    tracked output, so it survives a kill, a restart and DVC's removal of the stage's outs."""
+    return resolve_path(RESUME_ROOT) / stage / item / f"seed{seed}"
+
+
+def publish_seed(work: Path, out_dir: Path, metrics: Mapping[str, Any]) -> None:
+    """The finished seed's results (the work folder but its resume state) and its metrics.json
+    as the artifact folder, replacing the old one whole only once the new one is written (a
+    full disk or a kill leaves the earlier result as it was)."""
+    kept, timings = storage.split_timings(metrics)  # wall-clock figures: logs/timings/
+    with storage.atomic_dir(out_dir) as tmp:
+        for path in sorted(Path(work).iterdir()):
+            if path.name in (*RESUME_ONLY, SEED_METRICS):
+                continue
+            if path.is_dir():
+                shutil.copytree(path, tmp / path.name)
+            else:
+                shutil.copyfile(path, tmp / path.name)
+        storage.write_json(tmp / SEED_METRICS, kept)
+    if timings:
+        storage.write_json(storage.timings_path(Path(out_dir) / SEED_METRICS), timings)
+
+
 def drop_other_seeds(stage: str, item: str, seeds: Sequence[int]) -> None:
-    """A persisted artifact folder (DVC keeps it between runs, so that last.pt survives a
-    kill) also keeps the seed folders of an earlier `seeds` list; a run of the whole list
-    removes them, so the folder (its DVC hash, the report's learning curves) holds this
-    run's seeds only. A run of one seed (`--seed k`, a lane) leaves the others alone."""
+    """An artifact folder kept from an earlier run outside DVC (a stage command run by hand)
+    also keeps the seed folders of an earlier `seeds` list; a run of the whole list removes
+    them, so the folder (its DVC hash, the report's learning curves) holds this run's seeds
+    only. A run of one seed (`--seed k`, a lane) leaves the others alone."""
     keep = {artifact_dir(stage, item, s).name for s in seeds}
     root = resolve_path(f"artifacts/{stage}") / item
     for path in sorted(root.glob("seed*")) if root.is_dir() else []:
@@ -100,11 +135,11 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
                        dataset: str, run_params: Mapping[str, Any],
                        recorded: Sequence[str] = (), facts: Mapping[str, Any] | None = None,
                        track: bool = True) -> dict[str, Any]:  # fmt: skip
-    """family.train_seed under the seed's MLflow run (run_params its params, the learning
-    curve history.json an artifact; the metrics keys in `recorded` logged as params after
-    training); the metrics, with `dataset` and the stage's `facts` about the seed, written to
-    the seed's metrics.json and returned."""
-    out_dir = artifact_dir(family.stage, item, seed)
+    """family.train_seed in the seed's work folder under its MLflow run (run_params its params,
+    the learning curve history.json an artifact; the metrics keys in `recorded` logged as
+    params after training); the metrics, with `dataset` and the stage's `facts` about the seed,
+    published with the results to the seed's artifact folder (metrics.json) and returned."""
+    out_dir = work_dir(family.stage, item, seed)
     if track:
         with tracked_run(family.stage, item, dataset=dataset, seed=int(seed),
                          run_params=run_params, tags={"paper": family.paper}):  # fmt: skip
@@ -117,7 +152,7 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
         metrics = family.train_seed(item, seed, data, settings, out_dir)
     metrics["dataset"] = dataset
     metrics.update(facts or {})
-    storage.write_metrics(out_dir / "metrics.json", jsonable(metrics))
+    publish_seed(out_dir, artifact_dir(family.stage, item, seed), jsonable(metrics))
     return metrics
 
 
@@ -132,7 +167,7 @@ def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int],
     metrics.json in seed<k>/) and one MLflow run per seed, open together."""
     specs = [{"item": item, "dataset": dataset, "seed": int(s), "run_params": run_params(s)}
              for s in seeds]  # fmt: skip
-    out_dirs = [artifact_dir(family.stage, item, s) for s in seeds]
+    out_dirs = [work_dir(family.stage, item, s) for s in seeds]
     tracking = tracked_runs(family.stage, specs) if track else contextlib.nullcontext(None)
     with tracking as run_ids:
         sinks = [(lambda m, step, r=r: log_metrics(m, step, run_id=r)) if r else None
@@ -146,7 +181,7 @@ def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int],
     for seed, out_dir, metrics in zip(seeds, out_dirs, results, strict=True):
         metrics["dataset"] = dataset
         metrics.update(facts(seed) if facts else {})
-        storage.write_metrics(out_dir / "metrics.json", jsonable(metrics))
+        publish_seed(out_dir, artifact_dir(family.stage, item, seed), jsonable(metrics))
     return results
 
 

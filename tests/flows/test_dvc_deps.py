@@ -3,6 +3,7 @@ depends on exactly the project code its flow runs, so no hand edit follows a new
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
@@ -70,3 +71,114 @@ def test_render_replaces_only_the_code_entries(tmp_path, monkeypatch):
     ]  # fmt: skip
     assert "- data/docs    # the corpora\n" in new and new.endswith("      - artifacts/train\n")
     assert stage_deps.render(new, stage_deps.code_deps(tmp_path)) == new  # idempotent
+
+
+# ---- issue #54.1: deps are what determines the bytes; plumbing is neither listed nor entered ----
+
+
+def _project_imports(path: Path):
+    """(module file, imported name) of every `from <project module> import <name>` in path."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            target = stage_deps.module_file(node.module)
+            if target is not None:
+                for alias in node.names:
+                    yield target.relative_to(REPO_ROOT).as_posix(), alias.name
+
+
+def _code_files():
+    return sorted(p for root in stage_deps.CODE_ROOTS for p in (REPO_ROOT / root).rglob("*.py"))
+
+
+def test_no_stage_depends_on_plumbing():
+    listed = {d for deps in stage_deps.code_deps().values() for d in deps}
+    assert not listed & set(stage_deps.PLUMBING)
+    assert "tasks/training/loop.py" in stage_deps.code_deps()["train_mage"]  # result code stays
+
+
+def test_result_code_imports_only_side_channels_from_plumbing():
+    """A result module that took a value from plumbing (a constant, a helper computing
+    something) would make that module's edits change results unseen by DVC."""
+    wrong = [f"{p.relative_to(REPO_ROOT)}: {name} from {module}"
+             for p in _code_files() if p.relative_to(REPO_ROOT).as_posix() not in stage_deps.PLUMBING
+             for module, name in _project_imports(p)
+             if module in stage_deps.PLUMBING and name not in stage_deps.PLUMBING[module]]  # fmt: skip
+    assert not wrong, "result code imports non-side-channel names from plumbing:\n" + "\n".join(
+        wrong
+    )
+
+
+# what writes a stage's outputs: a plumbing module calling one of these would write results
+WRITERS = {"tasks/core/storage.py": {"write_table", "write_json", "write_text", "write_metrics",
+                                     "atomic_path", "atomic_dir", "verified_cache"},
+           "tasks/core/checkpoints.py": {"save_checkpoint"}}  # fmt: skip
+
+
+def test_plumbing_imports_no_writer_of_stage_outputs():
+    """Plumbing writes only its own side files (MLflow's store, locks under .tmp/): nothing
+    under data/, artifacts/, metrics/, plots/ or reports/ comes from it."""
+    import ast
+
+    wrong = []
+    for name in stage_deps.PLUMBING:
+        path = REPO_ROOT / name
+        for module, imported in _project_imports(path):
+            if imported in WRITERS.get(module, ()):
+                wrong.append(f"{name}: {imported} from {module}")
+        source = ast.parse(path.read_text())
+        for node in ast.walk(source):  # `storage.write_json(...)` through a module import
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in ("storage", "checkpoints")
+                    and node.attr in set().union(*WRITERS.values())):  # fmt: skip
+                wrong.append(f"{name}: {node.value.id}.{node.attr}")
+        for node in ast.walk(source):  # pyarrow or torch writing a table or a checkpoint
+            if isinstance(node, ast.Attribute) and node.attr in ("write_table", "save"):
+                owner = getattr(node.value, "id", "")
+                if owner in ("pq", "torch"):
+                    wrong.append(f"{name}: {owner}.{node.attr}")
+    assert not wrong, "plumbing writes stage outputs:\n" + "\n".join(wrong)
+
+
+def _changed_deps(repo: Path, env: dict[str, str]) -> dict[str, set[str]]:
+    """stage -> its code deps `dvc status` calls modified (data deps, absent in a copy, aside)."""
+    import json as json_
+
+    from tests.conftest import run_ok
+
+    out = json_.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env))
+    changed: dict[str, set[str]] = {}
+    for stage, entries in out.items():
+        for entry in entries:
+            for path, state in (entry.get("changed deps") or {}).items():
+                if state == "modified" and path.split("/")[0] in stage_deps.CODE_ROOTS:
+                    changed.setdefault(stage, set()).add(path)
+    return changed
+
+
+def test_a_log_line_edit_reruns_nothing_and_a_loop_edit_reruns_every_training_stage(tmp_path):
+    """On a copy of the project: `dvc status` after editing a log line of the stage runtime and
+    of the MLflow helper reports no stage changed; after editing the loop's arithmetic, every
+    training stage."""
+    from tests.conftest import copy_checkout
+
+    env = copy_checkout(tmp_path)
+    assert _changed_deps(tmp_path, env) == {}, "dvc.lock is not current with the code"
+    for name, old, new in [
+        ("flows/runtime.py", '"%s: another process is running it', '"%s: another run holds it'),
+        ("tasks/core/tracking.py", "import logging\n", "import logging  # edited\n"),
+    ]:
+        path = tmp_path / name
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new, 1))
+    assert _changed_deps(tmp_path, env) == {}
+    loop = tmp_path / "tasks/training/loop.py"
+    loop.write_text(loop.read_text().replace("sums[key] = sums.get(key, 0.0) + value",
+                                             "sums[key] = value + sums.get(key, 0.0)"))  # fmt: skip
+    changed = _changed_deps(tmp_path, env)
+    spec = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
+    training = {s for s in spec if s.startswith("train_")}
+    touched = {stage.split("@")[0] for stage, files in changed.items()
+               if "tasks/training/loop.py" in files}  # fmt: skip
+    assert training <= touched, f"not rerun after a loop edit: {training - touched}"

@@ -287,7 +287,7 @@ def test_loop_settings_out_of_range_are_config_errors(key, value, message):
 
 def test_a_run_never_reports_an_earlier_runs_checkpoint(tmp_path):
     """`epochs: 0` is refused by the parser; and a run from scratch first removes an earlier
-    run's best.pt (DVC's persist outs stay in place), so the best.pt after it is its own."""
+    run's best.pt (a work folder keeps the last run's), so the best.pt after it is its own."""
     fit(ToyRecipe(), settings(epochs=2), tmp_path, name="toy")
     earlier = (tmp_path / BEST).read_bytes()
     recipe = ToyRecipe(dev_accs=[0.1])

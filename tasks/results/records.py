@@ -1,0 +1,73 @@
+"""Build, merge and check results records (the schema: tasks/core/schema.py RECORD_FIELDS).
+
+Why records: a figure in prose has no link to the run, commit, settings or data that made
+it; a record has all of them and is written from the finished run, so the report prints only
+what was measured. The spread is the sample standard deviation over seeds (ddof 1; None for
+one seed, which carries no direction claim).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from tasks.core.errors import CorefreproError
+from tasks.core.schema import RECORD_VERSION, record_problems
+
+
+def spread(per_seed: Mapping[str, float | None]) -> tuple[float | None, float | None, int]:
+    """(mean, sample sd, n) over the seeds that have a value."""
+    values = [float(v) for v in per_seed.values() if v is not None and math.isfinite(v)]
+    if not values:
+        return None, None, 0
+    sd = statistics.stdev(values) if len(values) > 1 else None
+    return round(statistics.fmean(values), 6), None if sd is None else round(sd, 6), len(values)
+
+
+def metric_entry(per_seed: Mapping[str, float | None], *, split: str, split_size: int | None,
+                 unit: str, better: str) -> dict[str, Any]:  # fmt: skip
+    mean, sd, n = spread(per_seed)
+    return {"per_seed": {str(k): v for k, v in sorted(per_seed.items(), key=lambda kv: int(kv[0]))},
+            "mean": mean, "sd": sd, "n": n, "split": split, "split_size": split_size,
+            "unit": unit, "better": better}  # fmt: skip
+
+
+def record_id(preset: str | None, stage: str, item: str) -> str:
+    return f"{preset or 'adhoc'}/{stage}/{item}"
+
+
+def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """`new` over `old` seed by seed: a seed recorded again replaces its earlier figures, the
+    other seeds stay (a lane records its seed when it finishes). Records of other settings do
+    not merge: their overrides must agree."""
+    if old is None:
+        return dict(new)
+    if old.get("overrides") != new.get("overrides") or old.get("id") != new.get("id"):
+        raise CorefreproError(
+            f"record {new.get('id')}: the recorded seeds ran under other settings "
+            f"({old.get('overrides')} recorded, {new.get('overrides')} now); record them under "
+            "another preset name or remove the old record"
+        )
+    merged = dict(new)
+    merged["metrics"] = {}
+    for name in sorted({*old["metrics"], *new["metrics"]}):
+        a, b = old["metrics"].get(name), new["metrics"].get(name)
+        base = b or a
+        seeds = {**(a or {}).get("per_seed", {}), **(b or {}).get("per_seed", {})}
+        merged["metrics"][name] = metric_entry(seeds, split=base["split"],
+                                               split_size=base["split_size"], unit=base["unit"],
+                                               better=base["better"])  # fmt: skip
+    for key in ("epochs", "wall_time_s", "mlflow_run_ids"):
+        merged[key] = dict(sorted({**old[key], **new[key]}.items(), key=lambda kv: int(kv[0])))
+    return merged
+
+
+def new_record(**fields: Any) -> dict[str, Any]:
+    """A record of `fields` (every RECORD_FIELDS one but version), checked."""
+    record = {"version": RECORD_VERSION, **fields}
+    problems = record_problems(record)
+    if problems:
+        raise CorefreproError(f"record {fields.get('id')}: " + "; ".join(problems))
+    return record
