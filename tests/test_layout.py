@@ -14,7 +14,16 @@ ALLOWED = {
     "models": {"models", "tasks"},
     "tasks": {"tasks"},
 }
-TASK_STEPS = {"core", "corpora", "annotation", "graphs", "training", "evaluation", "report"}
+TASK_STEPS = {
+    "core",
+    "corpora",
+    "annotation",
+    "graphs",
+    "training",
+    "evaluation",
+    "report",
+    "results",
+}
 
 
 def project_imports(path: Path) -> set[str]:
