@@ -22,7 +22,8 @@ from flows.runtime import flow, run_cli, task, torchrun
 from models import registry
 from models.corelm.train import MODELS, TrainCoreLMSettings, check_model, prepare_data, run_params
 from tasks.core.config import mirror_setting, resolve_path
-from tasks.core.tracking import log_metrics, tracked_run
+from tasks.core.tracking import log_checkpoint, log_metrics, tracked_run
+from tasks.training.loop import BEST
 from tasks.training.stage import load_settings, record_history, write_summary
 
 FAMILY = registry.get("corelm")
@@ -55,6 +56,7 @@ def train_model(model: str, cfg: TrainCoreLMSettings | None = None, *,
         metrics = FAMILY.train_seed(model, seed, data, cfg, out_dir, log_metrics=sink)
         if run is not None:
             record_history(out_dir)
+            log_checkpoint(out_dir / BEST)
     return metrics
 
 

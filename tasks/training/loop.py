@@ -53,7 +53,6 @@ from tasks.core.checkpoints import (
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import bounded
 from tasks.core.storage import write_metrics
-from tasks.core.tracking import log_checkpoint
 from tasks.training import distributed
 
 log = logging.getLogger("corefrepro.training")
@@ -507,8 +506,6 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
             write_metrics(lane.out_dir / HISTORY, jsonable(lane.state.history))
             _check_selected(lane)
         _barrier(ranks)  # the main process's checkpoints are in place for everyone
-    if len(lanes) == 1 and lanes[0].log_metrics is not None:  # a tracked run: the best
-        log_checkpoint(lanes[0].out_dir / BEST)  # checkpoint goes with its curves
     return [
         Fit(
             history=lane.state.history,

@@ -26,9 +26,16 @@ from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import load_stage_settings, settings_to_dict
-from tasks.core.tracking import log_dict, log_metrics, log_params, tracked_run, tracked_runs
+from tasks.core.tracking import (
+    log_checkpoint,
+    log_dict,
+    log_metrics,
+    log_params,
+    tracked_run,
+    tracked_runs,
+)
 from tasks.training.family import Family
-from tasks.training.loop import HISTORY, LAST
+from tasks.training.loop import BEST, HISTORY, LAST
 
 log = logging.getLogger("corefrepro.training")
 
@@ -148,12 +155,21 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
             if recorded:
                 log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics})
             record_history(out_dir)
+            published = _publish(family, item, seed, out_dir, metrics, dataset, facts)
+            log_checkpoint(published / BEST)  # the tracked path, not the work folder's
     else:
         metrics = family.train_seed(item, seed, data, settings, out_dir)
+        _publish(family, item, seed, out_dir, metrics, dataset, facts)
+    return metrics
+
+
+def _publish(family: Family, item: str, seed: int, work: Path, metrics: dict[str, Any],
+             dataset: str, facts: Mapping[str, Any] | None) -> Path:  # fmt: skip
     metrics["dataset"] = dataset
     metrics.update(facts or {})
-    publish_seed(out_dir, artifact_dir(family.stage, item, seed), jsonable(metrics))
-    return metrics
+    out_dir = artifact_dir(family.stage, item, seed)
+    publish_seed(work, out_dir, jsonable(metrics))
+    return out_dir
 
 
 def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int], data: Any,
@@ -179,9 +195,7 @@ def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int],
                 log_params({k: str(metrics[k])[:6000] for k in recorded if k in metrics}, run_id)
             record_history(out_dir, run_id)
     for seed, out_dir, metrics in zip(seeds, out_dirs, results, strict=True):
-        metrics["dataset"] = dataset
-        metrics.update(facts(seed) if facts else {})
-        publish_seed(out_dir, artifact_dir(family.stage, item, seed), jsonable(metrics))
+        _publish(family, item, seed, out_dir, metrics, dataset, facts(seed) if facts else None)
     return results
 
 

@@ -83,7 +83,7 @@ def _artifacts(uri: str, run_id: str, path: str | None = None) -> list[str]:
 
 
 @pytest.mark.parametrize(("limit_mb", "copied"), [(50.0, True), (0.0, False)])
-def test_fit_logs_the_best_checkpoint_or_only_its_dvc_path(tmp_path, monkeypatch, limit_mb, copied):
+def test_the_best_checkpoint_is_logged_or_only_its_dvc_path(tmp_path, monkeypatch, limit_mb, copied):
     from tasks.core import tracking
     from tasks.training.loop import fit
     from tests.training.test_loop import ToyRecipe, settings
@@ -95,6 +95,7 @@ def test_fit_logs_the_best_checkpoint_or_only_its_dvc_path(tmp_path, monkeypatch
     out = tmp_path / "seed1"
     with tracked_run_for_test("toy-syn1", seed=1):
         fit(ToyRecipe(), settings(epochs=2), out, name="toy", log_metrics=tracking.log_metrics)
+        tracking.log_checkpoint(out / "best.pt")  # the stage's call, once published
     (run,) = _runs(uri, "train_mage")
     assert run.info.run_name == "train_mage@toy-syn1/seed1"
     import mlflow

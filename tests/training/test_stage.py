@@ -156,3 +156,22 @@ def test_a_failed_run_leaves_the_earlier_result_whole(tmp_path, monkeypatch):
     with pytest.raises(_Interrupted):
         _train(_toy_family(fail=True))
     assert _files(artifact_dir("train_toy", "item", 1)) == earlier
+
+
+def test_a_tracked_seed_tags_the_published_checkpoint_not_the_work_folder(tmp_path, monkeypatch):
+    """The MLflow run's `checkpoint` tag is the DVC output path a user can `dvc pull`."""
+    from mlflow.tracking import MlflowClient
+
+    from tasks.core import tracking
+
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(tracking, "REPO_ROOT", tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+        artifacts=str(tmp_path / "mlartifacts")))  # fmt: skip
+    training_stage.train_tracked_seed(_toy_family(), "item", 1, None, None, dataset="d",
+                                      run_params={})  # fmt: skip
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("train_toy").experiment_id])
+    assert run.data.tags["checkpoint"] == "artifacts/train_toy/item/seed1/best.pt"
