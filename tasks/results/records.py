@@ -61,7 +61,15 @@ def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, An
                                                better=base["better"])  # fmt: skip
     for key in ("epochs", "wall_time_s", "mlflow_run_ids"):
         merged[key] = dict(sorted({**old[key], **new[key]}.items(), key=lambda kv: int(kv[0])))
+    if old.get("data") != new.get("data"):
+        raise CorefreproError(f"record {new.get('id')}: the recorded seeds read other data "
+                              f"({old.get('data')} recorded, {new.get('data')} now)")  # fmt: skip
+    for key, sep in SEED_FACTS.items():  # the seeds' commits, numerics, hosts: all kept
+        merged[key] = sep.join(sorted({*old[key].split(sep), *new[key].split(sep)}))
     return merged
+
+
+SEED_FACTS = {"commit": ", ", "numerics": "; ", "device": ", ", "cpu": "; "}
 
 
 def new_record(**fields: Any) -> dict[str, Any]:

@@ -85,3 +85,16 @@ def test_no_finished_run_is_one_line(workspace, capsys):
 def test_one_seed_has_no_spread():
     assert spread({"1": 4.0}) == (4.0, None, 1)
     assert spread({"1": None}) == (None, None, 0)
+
+
+def test_a_merge_keeps_every_seeds_commit_and_host_and_refuses_other_data():
+    """A lane on a later commit (or another machine) adds its seed; the record names both."""
+    base = {"id": "a", "overrides": [], "metrics": {}, "data": {"g": "1"}, "epochs": {},
+            "wall_time_s": {}, "mlflow_run_ids": {}, "numerics": "native", "device": "cpu"}  # fmt: skip
+    old = {**base, "commit": "aaa", "cpu": "AMD EPYC"}
+    new = {**base, "commit": "bbb", "cpu": "Intel Xeon"}
+    merged = merge(old, new)
+    assert merged["commit"] == "aaa, bbb" and merged["cpu"] == "AMD EPYC; Intel Xeon"
+    assert merged["numerics"] == "native"
+    with pytest.raises(CorefreproError, match="read other data"):
+        merge(old, {**new, "data": {"g": "2"}})
