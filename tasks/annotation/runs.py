@@ -96,6 +96,12 @@ def dask_address(cfg: AnnotateSettings | None = None) -> tuple[str | None, str]:
 CHECKPOINT_SECTIONS = {"model_runs": "checkpoint", "stanza_runs": "coref_model_path"}
 
 
+def run_names() -> set[str]:
+    """Every annotation run's name (annotate.runs, model_runs, stanza_runs)."""
+    cfg = settings()
+    return {*cfg.runs, *cfg.model_runs, *cfg.stanza_runs}
+
+
 def run_settings(run: str) -> RunEntry:
     """annotate.runs.<run>, annotate.model_runs.<run> (runs of the own coreference model) or
     annotate.stanza_runs.<run> (Stanza with a trained model): the last two are separate DVC

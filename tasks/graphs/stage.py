@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tasks.annotation.runs import RunEntry, run_settings
+from tasks.annotation.runs import RunEntry, run_names, run_settings
 from tasks.core import storage
 from tasks.core.config import resolve_path
+from tasks.core.errors import CorefreproError
 from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
 from tasks.core.schema import (
     CORELM_VIEW,
@@ -35,6 +36,19 @@ log = logging.getLogger("corefrepro.graphs")
 
 
 @dataclass
+class GraphAblation:
+    """One entry of params.yaml graphs.ablations: the graphs of annotation run `run` with a
+    reading other than the paper's, written to data/graphs/<name>/ and read by a MAGE model
+    entry's `data: <name>` (graph_run(run, ...) gives the conventional name)."""
+
+    run: str  # a key of annotate.runs / model_runs / stanza_runs
+    corpus: str  # that run's corpus: the stage's data/docs/<corpus> dep (checked)
+    coref_placement: Literal["paper", "sentence"] = "paper"
+    order: Literal["random", "document_query", "query_document"] = "random"
+    mention_span: Literal["annotated", "no_determiner"] = "annotated"
+
+
+@dataclass
 class GraphSettings:
     """params.yaml graphs (graphs@<run>)."""
 
@@ -50,6 +64,8 @@ class GraphSettings:
     # mention spans (dags.py MENTION_SPANS): the annotation's, or without a leading
     # determiner, written as graphs@<run>-no-determiner
     mention_span: Literal["annotated", "no_determiner"] = "annotated"
+    # graph variants as DVC items (graphs_ablation@<name>): name -> GraphAblation
+    ablations: dict[str, GraphAblation] = field(default_factory=dict)
 
 
 @dataclass
@@ -162,19 +178,44 @@ def graph_run(
     return "-".join([run, *suffixes])
 
 
-def build_mage_graphs(
-    run: str,
-    placement: str | None = None,
-    order: str | None = None,
-    mention_span: str | None = None,
-) -> dict[str, Any]:
-    """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed; with a
-    coreference placement, segment order or mention span other than the paper's (arguments,
-    else params.yaml graphs), written as graphs@<graph_run(...)>."""
+def build_mage_graphs(run: str) -> dict[str, Any]:
+    """Stage graphs@<run>: MAGE DAGs (Dhingra et al. §3.1-3.3), chain-decomposed, with the
+    placement, segment order and mention span of params.yaml graphs."""
     cfg = graph_settings()
-    placement = placement or cfg.coref_placement
-    order = order or cfg.order
-    mention_span = mention_span or cfg.mention_span
+    return _build(run, run, cfg, cfg.coref_placement, cfg.order, cfg.mention_span)
+
+
+def build_ablation(name: str) -> dict[str, Any]:
+    """Stage graphs_ablation@<name>: graphs.ablations.<name>'s variant of its run's graphs."""
+    cfg = graph_settings()
+    entry = ablation_entry(cfg, name)
+    return _build(entry.run, name, cfg, entry.coref_placement, entry.order, entry.mention_span)
+
+
+def ablation_entry(cfg: GraphSettings, name: str) -> GraphAblation:
+    """graphs.ablations.<name>, checked against its run: the corpus DVC tracks is the one read,
+    and the name is no annotation run's (one table per name)."""
+    where = f"params.yaml graphs.ablations.{name}"
+    if name not in cfg.ablations:
+        raise CorefreproError(
+            f"{where}: no such entry; known: {', '.join(cfg.ablations) or 'none'}"
+        )
+    entry = cfg.ablations[name]
+    corpus = run_settings(entry.run).corpus
+    if entry.corpus != corpus:
+        raise CorefreproError(f"{where}.corpus: {entry.corpus!r}, but run {entry.run!r} "
+                              f"annotates corpus {corpus!r}")  # fmt: skip
+    readings = (entry.coref_placement, entry.order, entry.mention_span)
+    if readings == ("paper", "random", "annotated"):
+        raise CorefreproError(f"{where}: every setting is the paper's: that is graphs@{entry.run}")
+    if name in run_names():
+        raise CorefreproError(f"{where}: {name!r} is an annotation run's name: its graphs@ "
+                              f"table is data/graphs/{name}/")  # fmt: skip
+    return entry
+
+
+def _build(run: str, out: str, cfg: GraphSettings, placement: str, order: str,
+           mention_span: str) -> dict[str, Any]:  # fmt: skip
     data = _inputs(run, items=True)
     graphs = build_graphs(
         data["documents"],
@@ -190,10 +231,9 @@ def build_mage_graphs(
     )
     _log_dropped(run, "graphs", graphs.stats)
     log.info("%s: %d graphs (coreference placement %s, segment order %s, mention span %s)",
-             run, len(graphs.rows), placement, order, mention_span)  # fmt: skip
+             out, len(graphs.rows), placement, order, mention_span)  # fmt: skip
     report = {"graphs": len(graphs.rows), "graph_stats": dict(sorted(graphs.stats.items()))}
     meta = {**_meta(run, data["entry"]), **graphs.metadata}
-    out = graph_run(run, placement=placement, order=order, mention_span=mention_span)
     return _write(out, "graphs", GRAPHS, graphs.rows, meta, report)
 
 

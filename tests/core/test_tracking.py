@@ -83,7 +83,9 @@ def _artifacts(uri: str, run_id: str, path: str | None = None) -> list[str]:
 
 
 @pytest.mark.parametrize(("limit_mb", "copied"), [(50.0, True), (0.0, False)])
-def test_the_best_checkpoint_is_logged_or_only_its_dvc_path(tmp_path, monkeypatch, limit_mb, copied):
+def test_the_best_checkpoint_is_logged_or_only_its_dvc_path(
+    tmp_path, monkeypatch, limit_mb, copied
+):
     from tasks.core import tracking
     from tasks.training.loop import fit
     from tests.training.test_loop import ToyRecipe, settings

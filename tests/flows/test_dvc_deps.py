@@ -182,3 +182,31 @@ def test_a_log_line_edit_reruns_nothing_and_a_loop_edit_reruns_every_training_st
     touched = {stage.split("@")[0] for stage, files in changed.items()
                if "tasks/training/loop.py" in files}  # fmt: skip
     assert training <= touched, f"not rerun after a loop edit: {training - touched}"
+
+
+def _changed_params(repo: Path, env: dict[str, str]) -> dict[str, set[str]]:
+    """stage -> the params `dvc status` calls changed."""
+    import json as json_
+
+    from tests.conftest import run_ok
+
+    out = json_.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env))
+    return {stage: set(entry["changed params"])
+            for stage, entries in out.items() for entry in entries
+            if isinstance(entry, dict) and entry.get("changed params")}  # fmt: skip
+
+
+def test_an_ablation_setting_reruns_its_graphs_only(tmp_path):
+    """Issue #54.3: a graph variant is a DVC item with its settings in params.yaml; editing one
+    marks that item's graphs changed and no other stage (its training follows through the
+    input digest of the model entry that reads it: tests/flows/test_inputs.py)."""
+    from tests.conftest import copy_checkout
+
+    env = copy_checkout(tmp_path)
+    params = tmp_path / "params.yaml"
+    old = "synthetic-gold-sentence: {run: synthetic-gold, corpus: synthetic, coref_placement: sentence}"
+    assert old in params.read_text()
+    params.write_text(params.read_text().replace(old, old.replace("}", ", order: document_query}")))
+    changed = _changed_params(tmp_path, env)
+    assert changed == {"graphs_ablation@synthetic-gold-sentence":
+                       {"graphs.ablations.synthetic-gold-sentence"}}, changed  # fmt: skip

@@ -5,6 +5,7 @@ mention spans with or without their determiner; each variant its own graph run."
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -144,17 +145,20 @@ def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatc
     storage.write_table(root / "m" / f"{MENTIONS}.parquet", MENTIONS, mentions)
     storage.write_table(root / "m" / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, query_mentions)
     monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("c", "a"))
+    monkeypatch.setattr(stage, "run_names", lambda: {"r"})
     monkeypatch.setattr(stage, "docs_dir", lambda corpus: root / "docs")
     monkeypatch.setattr(stage, "mentions_dir", lambda run: root / "m")
     monkeypatch.setattr(stage, "graphs_dir", lambda run: root / "graphs" / run)
     monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
-    monkeypatch.setattr(config, "params", lambda section, path=None: {"seed": 13})
+    cell = {"run": "r", "corpus": "c", "order": "document_query", "mention_span": "no_determiner"}
+    graph_params = {"seed": 13, "ablations": {"r-document-query-no-determiner": cell}}
+    monkeypatch.setattr(config, "params", lambda section, path=None: graph_params)
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     from flows import graphs as graphs_flow
 
     graphs_flow.main(["--run", "r"])
-    # the command line a grid cell runs (issue #33.11)
-    graphs_flow.main(["--run", "r", "--order", "document_query", "--mention-span", "no_determiner"])
+    # a grid cell (issue #33.11) is a DVC item: graphs_ablation@<its graph run> (issue #54.3)
+    graphs_flow.main(["--ablation", "r-document-query-no-determiner"])
     paper = storage.read_table(root / "graphs/r/graphs.parquet", GRAPHS)
     variant = storage.read_table(root / "graphs/r-document-query-no-determiner/graphs.parquet",
                                  GRAPHS)  # fmt: skip
@@ -162,3 +166,25 @@ def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatc
     meta = variant.schema.metadata
     assert meta[b"segment_order"] == b"document_query" and meta[b"mention_span"] == b"no_determiner"
     assert b"segment_order" not in paper.schema.metadata
+
+
+@pytest.mark.parametrize(("name", "entry", "error"), [
+    ("r-sentence", {"run": "r", "corpus": "other", "coref_placement": "sentence"},
+     "graphs.ablations.r-sentence.corpus: 'other', but run 'r' annotates corpus 'c'"),
+    ("r", {"run": "r", "corpus": "c", "coref_placement": "sentence"},
+     "graphs.ablations.r: 'r' is an annotation run's name"),
+    ("r-same", {"run": "r", "corpus": "c"}, "every setting is the paper's: that is graphs@r"),
+    ("missing", None, "graphs.ablations.missing: no such entry"),
+])  # fmt: skip
+def test_an_ablation_entry_names_its_table_and_reads_its_run_corpus(monkeypatch, name, entry,
+                                                                    error):  # fmt: skip
+    """The corpus is the stage's data/docs dep, so it must be the one read; one table per name
+    lets a model entry's `data:` say which variant it trains on."""
+    from tasks.core.errors import CorefreproError
+
+    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("c", "a"))
+    monkeypatch.setattr(stage, "run_names", lambda: {"r"})
+    ablations = {name: entry} if entry else {}
+    cfg = stage.GraphSettings(ablations={k: stage.GraphAblation(**v) for k, v in ablations.items()})
+    with pytest.raises(CorefreproError, match=re.escape(error)):
+        stage.ablation_entry(cfg, name)
