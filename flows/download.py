@@ -15,8 +15,9 @@ from pathlib import Path
 from flows.runtime import Runner, flow, run_cli, task
 from tasks import corpora
 from tasks.core import fetch, layout, storage
-from tasks.core.config import mirror_setting, resolve_path
+from tasks.core.config import resolve_path
 from tasks.core.errors import MissingSourceError
+from tasks.core.fetch import mirror_setting
 from tasks.corpora import ingest
 
 log = logging.getLogger("corefrepro.download")

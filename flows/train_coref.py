@@ -33,8 +33,8 @@ from models.coref.train import (
     stacked,
 )
 from tasks.core.checkpoints import pick_device
-from tasks.core.config import mirror_setting, params
-from tasks.core.fetch import shared_download_settings
+from tasks.core.config import params
+from tasks.core.fetch import mirror_setting, shared_download_settings
 from tasks.training.stage import (
     load_settings,
     seeds_to_train,

@@ -21,7 +21,8 @@ from pathlib import Path
 from flows.runtime import flow, run_cli, task, torchrun
 from models import registry
 from models.corelm.train import MODELS, TrainCoreLMSettings, check_model, prepare_data, run_params
-from tasks.core.config import mirror_setting, resolve_path
+from tasks.core.config import resolve_path
+from tasks.core.fetch import mirror_setting
 from tasks.core.tracking import log_checkpoint, log_metrics, tracked_run
 from tasks.training.loop import BEST
 from tasks.training.stage import load_settings, record_history, write_summary

@@ -41,9 +41,12 @@ DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "data"
 
 
 def mirror_dir() -> Path | None:
-    value = os.environ.get("COREFREPRO_MIRROR")
-    path = Path(value) if value else DEFAULT_MIRROR
-    return path if path.is_dir() else None
+    """COREFREPRO_MIRROR, else the mirror beside the checkout, read as the stages read it
+    (tasks/core/config.py resolve_mirror); a directory, or None."""
+    from tasks.core.config import MIRROR_ENV, resolve_mirror
+
+    value = resolve_mirror(os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR)
+    return Path(value) if value and "://" not in value and Path(value).is_dir() else None
 
 
 @pytest.fixture

@@ -220,10 +220,10 @@ def resolve_vectors(
 
     A path must exist (a typo is an error, not a silent fallback). A name of GLOVE_NAMES is
     fetched through tasks/core/fetch.py (`mirror`, then the network when download's `network`
-    is on, the default) into <download's cache_dir>/glove/; where neither has it, training
-    falls back to random initialisation -- the issue's "GloVe when downloadable or mirrored" --
-    and the returned note says why, for MLflow. The stage passes params.yaml download and
-    the mirror setting (flows/train_coref.py); this library reads no settings.
+    is on, the default) into <download's cache_dir>/glove/; where neither has it, that is an
+    error naming the setting (issue #54.4: a fallback to random vectors made one dvc.lock mean
+    two models). The stage passes params.yaml download and the mirror setting
+    (flows/train_coref.py); this library reads no settings.
     """
     if spec is None:
         return None, "random (glove_path: null)"
@@ -252,8 +252,12 @@ def resolve_vectors(
             cache_dir=cache,
             timeout=download.timeout_s,
         )
-    except MissingSourceError as exc:
-        return None, f"random ({spec} unavailable: {exc})"
+    except MissingSourceError as exc:  # one setting, one model: never a silent random init
+        raise CorefreproError(
+            f"params.yaml train_coref.model.glove_path: {spec} is neither in the mirror "
+            f"(download.mirror, COREFREPRO_MIRROR: glove/{spec}.txt) nor downloadable ({exc}); "
+            "set download.mirror, turn download.network on, or glove_path: null for random vectors"
+        ) from exc
     path = cache / "glove" / source.relpath
     return path, f"{spec} sha256 {digest or sha256_of(path)}"
 

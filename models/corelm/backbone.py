@@ -43,7 +43,6 @@ log = logging.getLogger("corefrepro.corelm")
 
 GPT2_BPE = "gpt2_bpe"  # the mirror's folder: encoder.json + vocab.bpe
 GPT2_TOKENIZER_CACHE = "data/cache/pretrained/gpt2_tokenizer"
-DEFAULT_MIRROR = "../shared/data"  # beside the checkout, as the tests look for it
 SETTING = "train_corelm.backbone"  # named by every error about the backbone
 
 
@@ -119,13 +118,13 @@ def load_backbone(
 
 def gpt2_tokenizer(folder: str | Path | None = None, *, mirror: str | Path | None = None) -> Any:
     """GPT-2's tokenizer, offline: from *folder* if it has tokenizer files, else from the
-    gpt2_bpe files of *mirror* (None: DEFAULT_MIRROR; encoder.json + vocab.bpe copied as
+    gpt2_bpe files of *mirror* (a directory; encoder.json + vocab.bpe copied as
     vocab.json + merges.txt). The caller reads the mirror setting, not this library."""
     from transformers import GPT2TokenizerFast
 
     if folder is not None and (Path(folder) / "vocab.json").is_file():
         return _loaded(folder, "tokenizer", lambda: GPT2TokenizerFast.from_pretrained(str(folder)))
-    bpe = resolve_path(str(mirror or DEFAULT_MIRROR)) / GPT2_BPE
+    bpe = resolve_path(str(mirror)) / GPT2_BPE if mirror else None
     if bpe is None or not (bpe / "encoder.json").is_file():
         raise BackboneError(
             f"GPT-2 tokenizer: no tokenizer files in {folder} and no {GPT2_BPE}/encoder.json in "

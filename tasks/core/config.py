@@ -5,7 +5,6 @@ Paths are resolved against the repository root so stages behave the same from an
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
 from pathlib import Path
@@ -65,16 +64,11 @@ def resolve_path(value: str | Path) -> Path:
     return p if p.is_absolute() else REPO_ROOT / p
 
 
-def mirror_setting(path: str | Path = PARAMS_FILE) -> str | None:
-    """The mirror to consult before the network: env var first, then params.yaml.
-
-    A value containing '://' is a URL prefix; anything else is a directory (relative paths
-    are relative to the repository root). Empty means no mirror.
-    """
-    value = os.environ.get(MIRROR_ENV)
-    if value is None:
-        value = (params("download", path) or {}).get("mirror") or ""
-    value = str(value).strip()
+def resolve_mirror(value: str | Path | None) -> str | None:
+    """The one reading of a mirror value (stages, libraries' callers and the tests): a value
+    containing '://' is a URL prefix; anything else is a directory (relative paths are relative
+    to the repository root). Empty means no mirror."""
+    value = str(value or "").strip()
     if not value:
         return None
     if "://" in value:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from tasks.core.config import MIRROR_ENV, params, resolve_mirror
 from tasks.core.errors import ChecksumError, CorefreproError, MissingSourceError
 from tasks.core.settings import bounded, parse_settings
 from tasks.core.storage import atomic_path, sha256_of
@@ -45,6 +46,16 @@ def shared_download_settings(section: Mapping[str, Any] | None) -> DownloadSetti
     the corpus namespaces (mappings) are left to the download stage, which checks them."""
     shared = {k: v for k, v in (section or {}).items() if not isinstance(v, Mapping)}
     return parse_settings(DownloadSettings, shared, "download")
+
+
+def mirror_setting(path: str | Path | None = None) -> str | None:
+    """The mirror to consult before the network: COREFREPRO_MIRROR first, then params.yaml
+    download.mirror, parsed strictly; read by config.resolve_mirror."""
+    value = os.environ.get(MIRROR_ENV)
+    if value is None:
+        section = params("download", path) if path is not None else params("download")
+        value = shared_download_settings(section).mirror
+    return resolve_mirror(value)
 
 
 CHUNK = 1 << 20

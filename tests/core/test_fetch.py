@@ -141,3 +141,24 @@ def test_an_unpinned_file_is_accepted_with_its_hash_logged(tmp_path, caplog):
     with caplog.at_level(logging.INFO, "corefrepro.fetch"):
         assert _fetch(Source("f.txt", None, optional=True), tmp_path, mirror=str(tmp_path / "m"))
     assert f"demo: f.txt has no pinned sha256; accepted sha256 {SHA}" in caplog.text
+
+
+def test_the_mirror_setting_is_read_once_through_the_parsed_download_settings(
+    tmp_path, monkeypatch
+):
+    """Issue #54.4: one mirror resolver (tasks/core/config.py), the parsed field its source."""
+    from tasks.core import config
+    from tasks.core.fetch import mirror_setting
+    from tasks.core.settings import ConfigError
+
+    monkeypatch.delenv(config.MIRROR_ENV, raising=False)
+    params = tmp_path / "params.yaml"
+    params.write_text("download:\n  mirror: data/m\n  synthetic: {}\n")
+    assert mirror_setting(params) == str(config.REPO_ROOT / "data/m")
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("download:\n  mirror: data/m\n  mirorr: typo\n")  # strict: named
+    with pytest.raises(ConfigError, match="download.mirorr"):
+        mirror_setting(typo)
+    monkeypatch.setenv(config.MIRROR_ENV, "https://host/m/")
+    assert mirror_setting(params) == "https://host/m"
+    assert config.resolve_mirror("") is None

@@ -336,11 +336,12 @@ def test_glove_by_name_comes_from_the_mirror(tmp_path):
     assert path.read_text() == "the 1 2\n" and note.startswith("glove.6B.50d sha256 ")
 
 
-def test_glove_by_name_falls_back_to_random_and_says_why(tmp_path):
-    path, note = resolve_vectors("glove.840B.300d", DownloadSettings(network=False, cache_dir=str(tmp_path)),
-                                 str(tmp_path / "no-mirror"))  # fmt: skip
-    assert path is None
-    assert note.startswith("random (glove.840B.300d unavailable") and "network disabled" in note
+def test_glove_by_name_that_is_nowhere_is_an_error_naming_the_setting(tmp_path):
+    """Issue #54.4: no silent random initialisation for a file the settings ask for."""
+    with pytest.raises(CorefreproError, match=r"train_coref.model.glove_path: glove.840B.300d "
+                       r"is neither in the mirror .*network disabled.*glove_path: null"):  # fmt: skip
+        resolve_vectors("glove.840B.300d", DownloadSettings(network=False, cache_dir=str(tmp_path)),
+                        str(tmp_path / "no-mirror"))  # fmt: skip
 
 
 def test_glove_path_typo_is_an_error_naming_the_setting(tmp_path):
