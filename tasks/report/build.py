@@ -39,6 +39,7 @@ from typing import Any
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
 from tasks.report import common, figures
+from tasks.report.claims import claims_section
 from tasks.report.common import (
     DASH,
     Measured,
@@ -50,6 +51,7 @@ from tasks.report.common import (
     reader_annotation,
     settings,
 )
+from tasks.results.records import load_records
 
 
 def sections(reports: Sequence[str]) -> list[Section]:
@@ -110,7 +112,10 @@ def all_measured(
 
 def _glance(rows: list[Measured], figure_names: Mapping[str, str]) -> list[str]:
     """The opening section: what this run measured, ours beside the paper's, and the figures."""
-    lines = ["## At a glance: what this run measured", ""]
+    lines = [
+        "## At a glance: what this run measured (a pipeline check unless its data is the paper's)",
+        "",
+    ]
     if not rows:  # no number of a paper's table; a family's own figures may still be drawn
         return (
             lines
@@ -153,13 +158,16 @@ def render(
     *,
     annotation: str | None = None,
     figure_names: Mapping[str, str] | None = None,
+    records: Mapping[str, Any] | None = None,
 ) -> str:
     """The whole reports/results.md text: what was measured first, then the tables in
     paper_results.yaml order, each by its kind's family over that family's runs (`measured`,
     by source), then what each family adds after them (e.g. the reader runs no table matched)."""
     papers = spec["papers"]
     rows = all_measured(spec, measured, secs)
-    lines = _preamble(annotation) + _glance(rows, figure_names or {})
+    lines = _preamble(annotation)
+    lines += claims_section(spec, records or {}, "tasks/report/paper_results.yaml")
+    lines += _glance(rows, figure_names or {})
     kinds = by_kind(secs)
     for table in spec["tables"]:
         sec = kinds[table["kind"]]
@@ -216,7 +224,8 @@ def build(
     rows = all_measured(spec, measured, secs)
     names = write_figures(cfg, rows, secs)
     write_summaries(cfg, rows, [sec.source for sec in secs])
-    text = render(spec, measured, secs, annotation=annotation, figure_names=names)
+    records = load_records(resolve_path(cfg.records))
+    text = render(spec, measured, secs, annotation=annotation, figure_names=names, records=records)
     out = resolve_path(cfg.output)
     write_text(out, text)
     return out

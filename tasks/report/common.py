@@ -68,6 +68,7 @@ class ReportSettings:
     output: str = "reports/results.md"
     figures: str = "plots/report"  # PNGs embedded in the report (DVC plots)
     summary: str = "metrics/summary"  # <family>.json: the short DVC metrics
+    records: str = "results"  # the results records: the claims table (tasks/report/claims.py)
 
 
 def settings() -> ReportSettings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tasks.core.errors import CorefreproError
@@ -79,3 +80,21 @@ def new_record(**fields: Any) -> dict[str, Any]:
     if problems:
         raise CorefreproError(f"record {fields.get('id')}: " + "; ".join(problems))
     return record
+
+
+def load_records(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """Every record under `folder` (results/<preset>/<stage>/<item>.json) by id, checked: a
+    file that is no valid record is an error naming it, never a silent gap in the report."""
+    import json
+
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(Path(folder).rglob("*.json")) if Path(folder).is_dir() else []:
+        try:
+            record = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise CorefreproError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+        problems = record_problems(record)
+        if problems:
+            raise CorefreproError(f"{path}: not a valid record ({'; '.join(problems)})")
+        out[record["id"]] = record
+    return out

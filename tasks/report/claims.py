@@ -1,0 +1,149 @@
+"""The report's first screen: one row per headline claim of the four papers, ours from the
+results records (results/<preset>/<stage>/<item>.json, tasks/results/records.py).
+
+Why records and not the embedded run's metrics: the embedded default trains on synthetic data
+in minutes; its numbers say the pipeline runs, not whether a paper reproduces. A claim's
+figures come only from real-data records, with their seeds, spread and data, and a claim with
+no record says so.
+
+A claim (paper_results.yaml `claims`) compares two rows of a paper table: the paper's
+difference b − a (its figures are the table's, not transcribed twice) beside ours, the mean ±
+sd of the per-seed paired differences over the seeds both records have. The status:
+- `no record`: a side has no record (or not every column of an average);
+- `single seed`: fewer than two paired seeds, which carry no direction claim;
+- `reproduced (direction)`: our mean difference has the paper's sign and exceeds its sd;
+- `not reproduced`: the opposite sign, beyond its sd; `inconclusive`: within one sd.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tasks.core.errors import CorefreproError
+
+DASH = "—"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One entry of paper_results.yaml `claims`."""
+
+    id: str
+    claim: str  # what the paper says, in a line
+    table: str  # a `tables` id (or `corelm`): the paper's figures
+    column: str  # the table's column (a task, a metric), or `avg` over its columns
+    a: str  # the model key of the compared-against row
+    b: str  # the model key of the claimed row
+    records: str  # record id pattern, {model} and {column} filled in
+    metric: str  # the record's metric
+
+
+def parse_claims(spec: Mapping[str, Any], where: str) -> list[Claim]:
+    claims = []
+    for i, entry in enumerate(spec.get("claims") or []):
+        try:
+            claims.append(Claim(**entry))
+        except TypeError as exc:
+            raise CorefreproError(f"{where}: claims[{i}]: {exc}") from None
+    return claims
+
+
+def paper_value(table: Mapping[str, Any], model: str, column: str) -> float | None:
+    """The paper's printed figure of `model`'s row in `column` (or its `avg`)."""
+    rows = [r for r in table.get("rows", []) if r.get("model") == model]
+    if not rows:
+        return None
+    row = rows[0]
+    if column == "avg":
+        return row.get("avg")
+    values = row.get("values")
+    if isinstance(values, Mapping):
+        return values.get(column)
+    columns = table.get("columns") or []
+    return values[columns.index(column)] if values and column in columns else None
+
+
+def our_seeds(claim: Claim, model: str, columns: Sequence[str],
+              records: Mapping[str, Mapping[str, Any]]) -> dict[str, float] | None:  # fmt: skip
+    """seed -> our figure of `model` (an average over `columns` for `avg`: the seeds every
+    column's record has), or None while a record is missing."""
+    per_column = []
+    for column in columns:
+        record = records.get(claim.records.format(model=model, column=column))
+        metric = (record or {}).get("metrics", {}).get(claim.metric)
+        if metric is None:
+            return None
+        per_column.append({s: v for s, v in metric["per_seed"].items() if v is not None})
+    seeds = set.intersection(*(set(c) for c in per_column))
+    return {s: statistics.fmean(c[s] for c in per_column) for s in sorted(seeds, key=int)}
+
+
+def _fmt(value: float | None) -> str:
+    return DASH if value is None else f"{value:+.2f}"
+
+
+def status(paper_diff: float | None, diffs: Sequence[float]) -> tuple[str, str]:
+    """(our difference as mean ± sd, n; the claim's status)."""
+    if len(diffs) < 2:
+        shown = f"{_fmt(diffs[0])} (1 seed)" if diffs else DASH
+        return shown, "single seed" if diffs else "no record"
+    mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
+    shown = f"{_fmt(mean)} ± {sd:.2f} ({len(diffs)} seeds)"
+    if paper_diff is None or abs(mean) <= sd:
+        return shown, "inconclusive"
+    same = (mean > 0) == (paper_diff > 0)
+    return shown, "reproduced (direction)" if same else "not reproduced"
+
+
+def claim_row(claim: Claim, tables: Mapping[str, Mapping[str, Any]],
+              records: Mapping[str, Mapping[str, Any]],
+              papers: Mapping[str, Mapping[str, Any]]) -> list[str]:  # fmt: skip
+    table = tables.get(claim.table)
+    if table is None:
+        raise CorefreproError(f"claims {claim.id}: no table {claim.table!r} in paper_results.yaml")
+    pa, pb = paper_value(table, claim.a, claim.column), paper_value(table, claim.b, claim.column)
+    paper_diff = None if pa is None or pb is None else pb - pa
+    columns = table.get("columns", []) if claim.column == "avg" else [claim.column]
+    a, b = (our_seeds(claim, m, columns, records) for m in (claim.a, claim.b))
+    first = records.get(claim.records.format(model=claim.b, column=columns[0])) if columns else None
+    if a is None or b is None:
+        ours, state, where = DASH, "no record", DASH
+    else:
+        paired = [b[s] - a[s] for s in a if s in b]
+        ours, state = status(paper_diff, paired)
+        metric = first["metrics"][claim.metric]
+        where = f"{metric['split']} ({metric['split_size']} items), {first['scale'] or DASH}"
+    paper = DASH if paper_diff is None else f"{pa:g} → {pb:g} ({_fmt(paper_diff)})"
+    source = " (transcribed, no run)" if first and first.get("source") != "run" else ""
+    paper_name = papers.get(table.get("paper"), {}).get("short", table.get("paper"))
+    return [claim.claim, f"{paper_name}, {table.get('table')}, {claim.column}", claim.metric,
+            paper, ours + source, where, state]  # fmt: skip
+
+
+def claims_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]],
+                   where: str) -> list[str]:  # fmt: skip
+    """The report's opening section (markdown lines)."""
+    claims = parse_claims(spec, where)
+    if not claims:
+        return []
+    tables = {t["id"]: t for t in spec.get("tables", [])}
+    header = ["claim", "paper table", "metric", "paper: a → b (b − a)",
+              "ours: b − a, mean ± sd", "our split, scale", "status"]  # fmt: skip
+    lines = [
+        "## The papers' claims",
+        "",
+        "Ours from the results records in `results/` (real data, `python -m tasks.results.record`),",
+        "never from this run's embedded data; the paper's figures from the tables below. Our",
+        "difference is the mean ± sd of per-seed paired differences; one seed carries no",
+        "direction claim. A record's protocol and scale differ from the paper's where its",
+        "`scale` says (see each record's overrides).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    papers = spec.get("papers", {})
+    lines += ["| " + " | ".join(claim_row(c, tables, records, papers)) + " |" for c in claims]
+    return [*lines, ""]

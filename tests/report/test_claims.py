@@ -1,0 +1,71 @@
+"""The report's first screen (tasks/report/claims.py): the papers' claims, ours from records."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.core.errors import CorefreproError
+from tasks.report.claims import claims_section, status
+from tasks.results.records import metric_entry
+
+TABLE = {"id": "t", "paper": "p", "table": "Table 1", "columns": ["qa1", "qa2"],
+         "rows": [{"model": "a", "values": [10.0, 60.0], "avg": 35.0},
+                  {"model": "b", "values": [10.0, 2.0], "avg": 6.0}]}  # fmt: skip
+SPEC = {"papers": {"p": {"short": "Paper"}}, "tables": [TABLE],
+        "claims": [{"id": "c", "claim": "b beats a", "table": "t", "column": "qa2", "a": "a",
+                    "b": "b", "records": "x/{model}-{column}", "metric": "err"},
+                   {"id": "m", "claim": "b beats a on average", "table": "t", "column": "avg",
+                    "a": "a", "b": "b", "records": "x/{model}-{column}", "metric": "err"}]}  # fmt: skip
+
+
+def _record(per_seed, source="run"):
+    return {"metrics": {"err": metric_entry(per_seed, split="dev", split_size=100, unit="%",
+                                            better="lower")},
+            "scale": "cpu", "source": source}  # fmt: skip
+
+
+def _rows(records):
+    lines = claims_section(SPEC, records, "spec")
+    return [line.split(" | ") for line in lines if line.startswith("| b beats")]
+
+
+def test_a_claim_reads_the_papers_table_and_our_paired_seed_differences():
+    records = {"x/a-qa2": _record({"1": 50.0, "2": 60.0, "3": 55.0}),
+               "x/b-qa2": _record({"1": 1.0, "2": 3.0})}  # fmt: skip
+    (row, avg) = _rows(records)
+    assert row[1] == "Paper, Table 1, qa2" and row[3] == "60 → 2 (-58.00)"
+    assert row[4] == "-53.00 ± 5.66 (2 seeds)"  # seeds 1 and 2 only: paired
+    assert row[5] == "dev (100 items), cpu" and row[6].startswith("reproduced (direction)")
+    assert avg[4] == "—" and avg[6].startswith("no record")  # qa1 has no record
+
+
+def test_one_seed_carries_no_direction_and_the_opposite_sign_is_not_reproduced():
+    assert status(-5.0, [-3.0]) == ("-3.00 (1 seed)", "single seed")
+    assert status(-5.0, [3.0, 4.0])[1] == "not reproduced"
+    assert status(-5.0, [-1.0, 1.5])[1] == "inconclusive"
+    assert status(None, []) == ("—", "no record")
+
+
+def test_a_transcribed_record_is_flagged_and_a_bad_claim_is_named():
+    records = {f"x/{m}-{c}": _record({"1": 1.0, "2": 2.0}, "transcribed, no run")
+               for m in "ab" for c in ("qa1", "qa2")}  # fmt: skip
+    (row, _) = _rows(records)
+    assert row[4].endswith("(transcribed, no run)")
+    with pytest.raises(CorefreproError, match=r"spec: claims\[0\]"):
+        claims_section({**SPEC, "claims": [{"id": "c"}]}, {}, "spec")
+    with pytest.raises(CorefreproError, match="no table 'nope'"):
+        claims_section({**SPEC, "claims": [{**SPEC["claims"][0], "table": "nope"}]}, {}, "spec")
+
+
+def test_the_committed_records_are_valid_and_every_claim_names_a_table():
+    """Every results record in git parses (load_records names a bad file) and the claims of
+    paper_results.yaml render against them."""
+    from models import registry
+    from tasks.core.config import resolve_path
+    from tasks.report import build
+    from tasks.results.records import load_records
+
+    secs = build.sections(registry.reports())
+    spec = build.load_spec(resolve_path("tasks/report/paper_results.yaml"), secs)
+    lines = claims_section(spec, load_records(resolve_path("results")), "paper_results.yaml")
+    assert lines[0] == "## The papers' claims" and len(spec["claims"]) >= 10
