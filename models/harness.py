@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from models.registry import LANGUAGE_MODELS, language_model
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import check_checkpoint_path
 from tasks.evaluation.lm import lm_factory
 
 try:
@@ -69,6 +70,8 @@ class HarnessLM(LM):
         for key, value in runtime.items():
             if value is not None and key not in options and _takes(lm, key):
                 options[key] = value
+        if options.get("checkpoint") is not None:  # loaded as code: the one rule (layout.py)
+            check_checkpoint_path(str(options["checkpoint"]), "model_args checkpoint")
         self.lm = language_model(lm, **options)
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:

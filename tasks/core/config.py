@@ -37,12 +37,25 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 - a SafeLoader subclass
 
 
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file of the project's (params.yaml, a preset) read by load_yaml; a syntax error
+    is one line naming the file, line and column (issue #59 rows 5-6), not a traceback."""
+    path = Path(path)
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CorefreproError(f"{where}: not valid YAML ({problem})") from None
+
+
 @cache
 def _load(path: str) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise CorefreproError(f"{p}: params file not found (run from a corefrepro checkout)")
-    data = load_yaml(p.read_text(encoding="utf-8")) or {}
+    data = read_yaml(p) or {}
     if not isinstance(data, dict):
         raise CorefreproError(f"{p}: top level must be a mapping of stage names to settings")
     return data

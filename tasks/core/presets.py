@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from tasks.core.config import REPO_ROOT, load_yaml
+from tasks.core.config import REPO_ROOT, read_yaml
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, key_path, parse_settings
 
@@ -124,10 +124,7 @@ def load(name: str) -> Preset:
     if not path.is_file():
         raise CorefreproError(f"preset {name!r}: no {path} "
                               f"(presets: {', '.join(names())})")  # fmt: skip
-    try:
-        data = load_yaml(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise CorefreproError(f"{path}: not valid YAML ({exc})") from None
+    data = read_yaml(path)  # a syntax error: one line naming the file, line and column
     try:
         return parse_settings(Preset, data, "")
     except ConfigError as exc:
@@ -204,7 +201,7 @@ def resume_scope(target: str, root: Path = REPO_ROOT) -> str:
     is on continues each seed from its last.pt (untracked, data/cache/resume/: no DVC command
     removes it); any other keeps only the stages (matrix or foreach items) that finished."""
     stage = target.split("@", 1)[0]
-    params = load_yaml((root / "params.yaml").read_text(encoding="utf-8"))
+    params = read_yaml(root / "params.yaml")
     train = (params.get(stage) or {}).get("train") or {}
     if isinstance(train, dict) and train.get("resume"):
         return f"{target}: each seed continues from its last.pt"
@@ -219,12 +216,20 @@ def resume_hint(name: str, scale: Scale, smoke: bool, extra: list[str]) -> str:
     return shlex.join([*argv, *(["--smoke"] if smoke else []), *(["--", *pairs] if pairs else [])])
 
 
-def _list() -> None:
+def _list() -> int:
+    """Every preset with its scales' costs; a broken file is flagged, the rest still listed."""
+    broken = 0
     for name in names():
-        preset = load(name)
+        try:
+            preset = load(name)
+        except CorefreproError as exc:
+            print(f"{name}: BROKEN: {exc}")
+            broken += 1
+            continue
         print(f"{name}: {preset.title}")
         for scale, cfg in preset.scales.items():
             print(f"  {scale}: {' '.join(cfg.cost.split())}")
+    return 1 if broken else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []  # more `dvc exp run` arguments
     args = parser.parse_args(argv[: len(argv) - len(extra) - bool(extra or "--" in argv)])
     if args.verb == "list":
-        _list()
-        return 0
+        return _list()
     if args.verb == "resume":
         argv_ = resume_command(args.name, args.scale, extra, args.smoke)
         for target in argv_[2:]:

@@ -200,3 +200,25 @@ def test_a_bad_preset_is_one_line_naming_the_file_and_key(body, tmp_path, monkey
     assert BAD[body] in str(err.value)
     with pytest.raises(CorefreproError, match=f"preset 'nope': no {tmp_path}/nope.yaml"):
         presets.load("nope")
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path, monkeypatch, capsys):
+    """Issue #59 rows 5-6: params.yaml or a preset with a syntax error, read directly."""
+    from tasks.core import config, presets
+    from tasks.core.errors import CorefreproError
+
+    bad = tmp_path / "params.yaml"
+    bad.write_text("train_mage:\n  seeds: [1, 2\n  data: x\n")
+    with pytest.raises(CorefreproError, match=r"params.yaml:3:\d+: not valid YAML"):
+        config.params("train_mage", bad)
+    folder = tmp_path / "presets"
+    folder.mkdir()
+    for name in presets.names():
+        (folder / f"{name}.yaml").write_text((presets.PRESETS_DIR / f"{name}.yaml").read_text())
+    (folder / "broken.yaml").write_text("title: x\nscales: {cpu: [\n")
+    monkeypatch.setattr(presets, "PRESETS_DIR", folder)
+    with pytest.raises(CorefreproError, match=r"broken.yaml:\d+:\d+: not valid YAML"):
+        presets.load("broken")
+    assert presets.main(["list"]) == 1
+    out = capsys.readouterr().out
+    assert "broken: BROKEN: " in out and "mage-babi: " in out  # the good ones still listed

@@ -42,6 +42,7 @@ def offline(tmp_path_factory):
         env.setenv("HF_HUB_OFFLINE", "1")
         env.setenv("HF_DATASETS_OFFLINE", "1")
         env.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf-datasets")))
+        env.setenv("COREFREPRO_CHECKPOINT_ROOTS", str(tmp_path_factory.getbasetemp()))  # artifact
         yield
 
 
@@ -175,3 +176,24 @@ def test_any_registered_lm_and_the_harness_own_options(artifact):
                                       ("t", 0, 1))])  # fmt: skip
     with pytest.raises(HarnessError, match="batch_size 0 is not a positive integer"):
         HarnessLM(lm="table", probs={(): {"a": 1.0}}, batch_size=0)
+
+
+def test_a_checkpoint_outside_the_artifacts_is_refused_as_everywhere(tmp_path, monkeypatch):
+    """Issue #59 row 4: the harness adapter applies layout.check_checkpoint_path, links
+    followed, before anything is unpickled."""
+    from models.harness import HarnessLM
+    from tasks.core.layout import REPO_ROOT, UnsafeNameError
+
+    monkeypatch.delenv("COREFREPRO_CHECKPOINT_ROOTS", raising=False)
+    outside = tmp_path / "corelm"
+    outside.mkdir()
+    with pytest.raises(UnsafeNameError, match="model_args checkpoint: .* outside the project's"):
+        HarnessLM(checkpoint=str(outside))
+    link = REPO_ROOT / "artifacts" / f".test-link-{tmp_path.name}"
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(outside)
+    try:
+        with pytest.raises(UnsafeNameError, match="outside the project's"):
+            HarnessLM(checkpoint=str(link))
+    finally:
+        link.unlink()
