@@ -363,6 +363,10 @@ def read_table(
             f"{path}: not found (run the stage that produces it, e.g. `dvc repro`)"
         )
     try:
+        if columns is not None:  # a column the file lacks (an older schema): named, not a KeyError
+            missing = [c for c in columns if c not in pq.read_schema(path).names]
+            if missing:
+                raise CorefreproError(_lacks(path, kind, missing))
         table = pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -375,8 +379,19 @@ def read_table(
     if kind is not None:
         schema = SCHEMAS[kind]
         if not table.schema.equals(schema, check_metadata=False):
+            missing = [n for n in schema.names if n not in table.schema.names]
+            if missing:
+                raise CorefreproError(_lacks(path, kind, missing))
             raise CorefreproError(f"{path}: schema differs from tasks/core/schema.py '{kind}'")
     return table
+
+
+def _lacks(path: Path, kind: str | None, missing: list[str]) -> str:
+    schema = f" '{kind}'" if kind else ""
+    return (
+        f"{path}: no column {', '.join(missing)} (tasks/core/schema.py{schema}): written by "
+        "an older version? rerun the stage that writes it (`dvc repro -f <stage>`)"
+    )
 
 
 __all__ = [

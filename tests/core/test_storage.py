@@ -231,3 +231,21 @@ def test_a_full_disk_is_one_line_naming_the_output_and_keeps_the_old_one(tmp_pat
         "hit; the previous version, if any, is kept. Free space and rerun the stage"
     ]
     assert target.read_bytes() == before
+
+
+def test_a_table_of_an_older_schema_names_the_missing_column(tmp_path):
+    """Issue #59 row 17: a valid Parquet lacking a column is one line naming file and column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tasks.core.schema import SCHEMAS
+
+    schema = SCHEMAS[DOCUMENTS]
+    older = pa.schema([f for f in schema if f.name != "sentence_starts"])
+    path = tmp_path / "documents.parquet"
+    pq.write_table(older.empty_table(), path)
+    with pytest.raises(CorefreproError, match=r"documents.parquet: no column sentence_starts "
+                       r"\(tasks/core/schema.py 'documents'\)"):  # fmt: skip
+        storage.read_table(path, DOCUMENTS)
+    with pytest.raises(CorefreproError, match="no column sentence_starts"):
+        storage.read_table(path, DOCUMENTS, columns=["doc_id", "sentence_starts"])
