@@ -126,7 +126,8 @@ class ConfigError(CorefreproError):
 
     def __init__(self, problems: str | Iterable[str]):
         lines = problems.splitlines() if isinstance(problems, str) else list(problems)
-        self.problems: tuple[str, ...] = tuple(lines)
+        # once each: a section every entry inherits (train_mage.train) is checked per entry
+        self.problems: tuple[str, ...] = tuple(dict.fromkeys(lines))
         super().__init__("\n".join(self.problems))
 
 

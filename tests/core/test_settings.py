@@ -497,3 +497,21 @@ def test_a_subclass_default_keeps_the_base_bounds():
     assert RangedChild().lr == 0.01
     with pytest.raises(ConfigError, match=r"t.lr: must be > 0, got 0.0"):
         parse_settings(RangedChild, {"lr": 0}, "t")
+
+
+def test_a_bad_key_every_model_entry_inherits_is_reported_once():
+    """Issue #59 row 7: train_mage.train is parsed per model entry; the problem prints once."""
+    from models.mage.train import TrainMageSettings
+    from tasks.core.settings import ConfigError, parse_settings
+
+    data = {"models": {"a": {"reader": "bigru"}, "b": {"reader": "ga"}},
+            "train": {"bogus_key": 1}}  # fmt: skip
+    with pytest.raises(ConfigError) as err:
+        parse_settings(TrainMageSettings, data, "train_mage")
+    assert (
+        err.value.problems.count(
+            next(p for p in err.value.problems if p.startswith("train_mage.train.bogus_key"))
+        )
+        == 1
+    )
+    assert str(err.value).count("train_mage.train.bogus_key") == 1
