@@ -149,14 +149,21 @@ def check_server(uri: str) -> None:
         ) from None
 
 
-def git_sha() -> str:
+# what a user edits: "-dirty" means a change here, not the tracked outputs (dvc.lock, metrics/,
+# reports/) a running pipeline rewrites (issue #59 row 10)
+SOURCE_PATHS = ("flows", "tasks", "models", "presets", "params.yaml", "dvc.yaml",
+                "pyproject.toml", "uv.lock")  # fmt: skip
+
+
+def git_sha(root: Path = REPO_ROOT) -> str:
+    """HEAD's commit, "-dirty" when the source or settings differ from it."""
     try:
         sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", *SOURCE_PATHS],
+            cwd=root,
             capture_output=True,
             text=True,
             check=True,

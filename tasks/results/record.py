@@ -27,6 +27,7 @@ from tasks.core import storage
 from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import record_problems
+from tasks.core.tracking import git_sha
 from tasks.results.records import merge, metric_entry, new_record, record_id
 
 RESULTS_ROOT = "results"
@@ -151,7 +152,7 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
                                           split_size=sizes.pop() if len(sizes) == 1 else None,
                                           unit=spec.unit, better=spec.better)  # fmt: skip
     runs = mlflow_runs(stage, item, list(seeds))
-    commits = sorted({r["git_sha"] for r in runs.values()}) or [_head(root)]
+    commits = sorted({r["git_sha"] for r in runs.values()}) or [git_sha(root)]
     numerics = sorted({r["numerics"] for r in runs.values()}) or ["unknown"]
     return new_record(
         id=record_id(preset, stage, item), paper=PAPERS.get(stage, stage), table=table, row=row,
@@ -167,11 +168,6 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         mlflow_run_ids={s: r["run_id"] for s, r in runs.items()},
         recorded_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )  # fmt: skip
-
-
-def _head(root: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                          text=True).stdout.strip() or "unknown"  # fmt: skip
 
 
 def write(record: dict[str, Any], out: Path) -> Path:

@@ -322,3 +322,27 @@ def test_copy_runs_names_a_missing_store(tmp_path, capsys):
 
     assert tracking.main(["copy-runs", str(tmp_path / "nowhere")]) == 2
     assert f"error: {tmp_path / 'nowhere'}: no MLflow store there" in capsys.readouterr().err
+
+
+def test_dirty_means_a_source_or_settings_edit_not_the_pipelines_outputs(tmp_path):
+    """Issue #59 row 10: a clean clone whose stages rewrite tracked outputs (dvc.lock,
+    metrics/, reports/) is not "-dirty"; an edit of code or params.yaml is."""
+    import subprocess
+
+    from tasks.core.tracking import git_sha
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)  # fmt: skip
+
+    for name in ("params.yaml", "dvc.lock", "reports/results.md", "tasks/a.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "x")
+    (tmp_path / "dvc.lock").write_text("y\n")
+    (tmp_path / "reports/results.md").write_text("y\n")
+    assert not git_sha(tmp_path).endswith("-dirty")
+    (tmp_path / "params.yaml").write_text("y\n")
+    assert git_sha(tmp_path).endswith("-dirty")
