@@ -184,3 +184,16 @@ def test_the_orchestration_switch_reads_empty_as_auto(value, expected, monkeypat
             runtime.orchestrated()
     finally:
         runtime.orchestrated.cache_clear()
+
+
+def test_the_projects_prefect_settings_turn_analytics_off():
+    """Issue #59 row 12: prefect.toml at the root, read by Prefect started there."""
+    import subprocess
+    import sys
+
+    from tasks.core.config import REPO_ROOT
+
+    code = "from prefect.settings import get_current_settings as g; print(g().server.analytics_enabled)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    assert out.strip() == "False"
