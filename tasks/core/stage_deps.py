@@ -75,6 +75,7 @@ PLUMBING: dict[str, frozenset[str]] = {
             "log_file",
             "log_checkpoint",
             "tracking_uri",
+            "git_sha",  # provenance a results record names, no stage output
         }
     ),
     "tasks/core/progress.py": frozenset({"Progress", "track"}),
