@@ -191,9 +191,9 @@ def _changed_params(repo: Path, env: dict[str, str]) -> dict[str, set[str]]:
     from tests.conftest import run_ok
 
     out = json_.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env))
-    return {stage: set(entry["changed params"])
+    return {stage: set(entry["changed deps"]["params.yaml"])
             for stage, entries in out.items() for entry in entries
-            if isinstance(entry, dict) and entry.get("changed params")}  # fmt: skip
+            if isinstance(entry, dict) and "params.yaml" in (entry.get("changed deps") or {})}  # fmt: skip
 
 
 def test_an_ablation_setting_reruns_its_graphs_only(tmp_path):
