@@ -35,6 +35,14 @@ def metric_entry(per_seed: Mapping[str, float | None], *, split: str, split_size
             "unit": unit, "better": better}  # fmt: skip
 
 
+def stated_metric_entry(mean: float, sd: float | None, n: int, *, split: str,
+                        split_size: int | None, unit: str, better: str) -> dict[str, Any]:  # fmt: skip
+    """A metric whose per-seed figures are not known, only the stated mean, sd and n (a
+    transcribed README figure): per_seed stays empty, nothing is recomputed."""
+    return {"per_seed": {}, "mean": mean, "sd": sd, "n": n, "split": split,
+            "split_size": split_size, "unit": unit, "better": better}  # fmt: skip
+
+
 def record_id(preset: str | None, stage: str, item: str) -> str:
     return f"{preset or 'adhoc'}/{stage}/{item}"
 
@@ -57,6 +65,9 @@ def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, An
         a, b = old["metrics"].get(name), new["metrics"].get(name)
         base = b or a
         seeds = {**(a or {}).get("per_seed", {}), **(b or {}).get("per_seed", {})}
+        if not seeds:  # a stated mean/sd/n (stated_metric_entry): kept as it is
+            merged["metrics"][name] = dict(base)
+            continue
         merged["metrics"][name] = metric_entry(seeds, split=base["split"],
                                                split_size=base["split_size"], unit=base["unit"],
                                                better=base["better"])  # fmt: skip
