@@ -9,7 +9,8 @@ no record says so.
 A claim (paper_results.yaml `claims`) compares two rows of a paper table: the paper's
 difference b − a (its figures are the table's, not transcribed twice) beside ours, the mean ±
 sd of the per-seed paired differences over the seeds both records have. The status:
-- `no record`: a side has no record (or not every column of an average);
+- `no record`: a side has no record (or not every column of an average); `no paired seeds`:
+  both have one, but no seed in common (a seedless baseline, a figure stated as mean ± sd);
 - `single seed`: fewer than two paired seeds, which carry no direction claim;
 - `reproduced (direction)`: our mean difference has the paper's sign and exceeds its sd;
 - `not reproduced`: the opposite sign, beyond its sd; `inconclusive`: within one sd.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.core.errors import CorefreproError
@@ -39,6 +40,7 @@ class Claim:
     b: str  # the model key of the claimed row
     records: str  # record id pattern, {model} and {column} filled in
     metric: str  # the record's metric
+    items: dict[str, str] = field(default_factory=dict)  # model key -> record item, if other
 
 
 def parse_claims(spec: Mapping[str, Any], where: str) -> list[Claim]:
@@ -72,7 +74,8 @@ def our_seeds(claim: Claim, model: str, columns: Sequence[str],
     column's record has), or None while a record is missing."""
     per_column = []
     for column in columns:
-        record = records.get(claim.records.format(model=model, column=column))
+        record = records.get(claim.records.format(model=claim.items.get(model, model),
+                                                  column=column))  # fmt: skip
         metric = (record or {}).get("metrics", {}).get(claim.metric)
         if metric is None:
             return None
@@ -108,14 +111,19 @@ def claim_row(claim: Claim, tables: Mapping[str, Mapping[str, Any]],
     paper_diff = None if pa is None or pb is None else pb - pa
     columns = table.get("columns", []) if claim.column == "avg" else [claim.column]
     a, b = (our_seeds(claim, m, columns, records) for m in (claim.a, claim.b))
-    first = records.get(claim.records.format(model=claim.b, column=columns[0])) if columns else None
+    b_item = claim.items.get(claim.b, claim.b)
+    first = records.get(claim.records.format(model=b_item, column=columns[0])) if columns else None
     if a is None or b is None:
         ours, state, where = DASH, "no record", DASH
     else:
         paired = [b[s] - a[s] for s in a if s in b]
         ours, state = status(paper_diff, paired)
+        if not paired:  # both recorded, no seed in common (a seedless baseline, a stated mean)
+            state = "no paired seeds"
         metric = first["metrics"][claim.metric]
-        where = f"{metric['split']} ({metric['split_size']} items), {first['scale'] or DASH}"
+        corpora = first["data"].get("corpora") or ", ".join(sorted(first["data"])) or DASH
+        where = (f"{corpora}; {metric['split']} ({metric['split_size'] or DASH}), "
+                 f"{first['scale'] or DASH}")  # fmt: skip
     paper = DASH if paper_diff is None else f"{pa:g} → {pb:g} ({_fmt(paper_diff)})"
     source = " (transcribed, no run)" if first and first.get("source") != "run" else ""
     paper_name = papers.get(table.get("paper"), {}).get("short", table.get("paper"))
@@ -131,7 +139,7 @@ def claims_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, A
         return []
     tables = {t["id"]: t for t in spec.get("tables", [])}
     header = ["claim", "paper table", "metric", "paper: a → b (b − a)",
-              "ours: b − a, mean ± sd", "our split, scale", "status"]  # fmt: skip
+              "ours: b − a, mean ± sd", "our data; split (size), scale", "status"]  # fmt: skip
     lines = [
         "## The papers' claims",
         "",

@@ -21,7 +21,7 @@ SPEC = {"papers": {"p": {"short": "Paper"}}, "tables": [TABLE],
 def _record(per_seed, source="run"):
     return {"metrics": {"err": metric_entry(per_seed, split="dev", split_size=100, unit="%",
                                             better="lower")},
-            "scale": "cpu", "source": source}  # fmt: skip
+            "scale": "cpu", "source": source, "data": {"corpora": "babi"}}  # fmt: skip
 
 
 def _rows(records):
@@ -35,7 +35,7 @@ def test_a_claim_reads_the_papers_table_and_our_paired_seed_differences():
     (row, avg) = _rows(records)
     assert row[1] == "Paper, Table 1, qa2" and row[3] == "60 → 2 (-58.00)"
     assert row[4] == "-53.00 ± 5.66 (2 seeds)"  # seeds 1 and 2 only: paired
-    assert row[5] == "dev (100 items), cpu" and row[6].startswith("reproduced (direction)")
+    assert row[5] == "babi; dev (100), cpu" and row[6].startswith("reproduced (direction)")
     assert avg[4] == "—" and avg[6].startswith("no record")  # qa1 has no record
 
 
