@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.core.errors import CorefreproError
-
-DASH = "—"
+from tasks.report.common import DASH
 
 
 @dataclass(frozen=True)
