@@ -52,6 +52,11 @@ coreference edge enters the chain's next mention at its noun and the one-hot cha
 marks the noun only. The paper does not say which span its bAbI links use ("we connect
 consecutive mentions of the same entity", §4.2); an ablation, like the two above.
 
+Corrupted coreference (Corruption, issue #58.5) -- beyond the papers: a seeded share of the
+coreference links of each concatenated sequence is dropped (the later mention starts a chain of
+its own) or rewired (it joins another chain seen before it), to measure how much a reader's gain
+owes to the quality of its coreference. A link is a pair of consecutive mentions of one chain.
+
 Edge types live in a registry (EDGE_TYPES); a type builds its original edges E_0 from the
 concatenated sequence, so hypernymy or dependency edges can be added without touching the
 decomposition.
@@ -64,7 +69,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -79,6 +84,7 @@ ON_CONFLICT = ("error", "nearest")
 PLACEMENTS = ("paper", "sentence")  # where a coreference edge leaves/enters (module docstring)
 ORDERS = ("random", "document_query", "query_document")  # segment order (module docstring)
 MENTION_SPANS = ("annotated", "no_determiner")  # mention span (module docstring)
+CORRUPTIONS = ("drop", "rewire")  # what a corrupted coreference link becomes (module docstring)
 # leading words "no_determiner" drops; the same set as the entity-id annotator's DETERMINERS
 # (tasks/annotation/annotators/entity_id.py), repeated so the graph stage does not import it
 DETERMINERS = frozenset({"the", "a", "an"})
@@ -331,6 +337,8 @@ class Graph:
     forward_types: list[str]
     backward_types: list[str]
     stats: Counter = field(default_factory=Counter)
+    # with a Corruption: (the annotation's clusters, the corrupted ones), for scoring
+    clusters: tuple[list, list] | None = None
 
 
 def token_chains(n_tokens: int, mentions: Iterable[Span]) -> list[int]:
@@ -460,10 +468,27 @@ def build_graph(
     on_conflict: str = "error",
     graph_id: str = "graph",
     doc_id: str | None = None,
+    corruption: Corruption | None = None,
 ) -> Graph:
-    """The pure function: segments, already in their final order, to one Graph."""
+    """The pure function: segments, already in their final order, to one Graph (with its
+    coreference links corrupted first where `corruption` says so)."""
     seq = concatenate(segments, graph_id=graph_id, doc_id=doc_id)
-    return decompose(seq, edge_types, on_conflict=on_conflict)
+    if corruption is None:
+        return decompose(seq, edge_types, on_conflict=on_conflict)
+    stats: Counter = Counter()
+    corrupted = replace(seq, mentions=corrupt_links(seq.mentions, corruption, graph_id, stats))
+    graph = decompose(corrupted, edge_types, on_conflict=on_conflict)
+    graph.stats.update(stats)
+    graph.clusters = (_clusters(seq.mentions), _clusters(corrupted.mentions))
+    return graph
+
+
+def _clusters(mentions: Iterable[Span]) -> list[list[tuple[int, int]]]:
+    """Spans grouped by cluster: the clustering a coreference scorer reads."""
+    chains: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for start, end, cluster in mentions:
+        chains[cluster].append((start, end))
+    return [chains[c] for c in sorted(chains)]
 
 
 def segment_order(
@@ -491,6 +516,58 @@ def trim_determiners(spans: Iterable[Span], tokens: Sequence[str], stats: Counte
             stats["mention_determiners_dropped"] += 1
         out.add((start, end, cluster))
     return sorted(out)
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """Drop or rewire a share `rate` of the coreference links of every graph, drawn from
+    (seed, graph id) so a graph's corruption does not depend on the others'."""
+
+    mode: str  # one of CORRUPTIONS
+    rate: float  # 0..1: the probability of each link being corrupted
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.mode not in CORRUPTIONS:
+            raise GraphError(f"corruption must be one of {CORRUPTIONS}, not {self.mode!r}")
+        if not 0.0 <= self.rate <= 1.0:
+            raise GraphError(f"corruption rate must lie in [0, 1], not {self.rate!r}")
+
+
+def corrupt_links(
+    mentions: Sequence[Span], corruption: Corruption, graph_id: str, stats: Counter
+) -> list[Span]:
+    """New cluster ids for `mentions` (sorted spans) with a share of their links corrupted.
+
+    Mentions are visited in order; each link (a mention and its chain's previous mention) is
+    kept with probability 1 - rate. A dropped link starts a new chain at the mention; a
+    rewired one puts the mention in a chain of an earlier mention outside its predecessor's
+    chain (dropped when there is none). A chain's first mention keeps its cluster id, so rate
+    0 returns the spans unchanged; later mentions follow their predecessor's new chain.
+    """
+    rng = seeded_rng("corrupt", corruption.seed, graph_id)
+    fresh = max((c for _, _, c in mentions), default=-1) + 1
+    previous: dict[int, int] = {}  # original cluster -> index of its latest mention
+    labels: list[int] = []
+    for i, (_, _, cluster) in enumerate(mentions):
+        prev = previous.get(cluster)
+        previous[cluster] = i
+        if prev is None:
+            labels.append(cluster)
+            continue
+        stats["coref_links"] += 1
+        if rng.random() >= corruption.rate:
+            labels.append(labels[prev])
+            continue
+        others = sorted({labels[j] for j in range(i)} - {labels[prev]})
+        if corruption.mode == "rewire" and others:
+            labels.append(rng.choice(others))
+            stats["coref_links_rewired"] += 1
+        else:
+            labels.append(fresh)
+            fresh += 1
+            stats["coref_links_dropped"] += 1
+    return sorted({(s, e, c) for (s, e, _), c in zip(mentions, labels, strict=True)})
 
 
 # --------------------------------------------------------------------------- tables
@@ -536,6 +613,8 @@ class GraphBuild:
     rows: list[dict[str, Any]]
     metadata: dict[str, str]
     stats: Counter
+    # with a Corruption: graph_id -> (the annotation's clusters, the corrupted ones)
+    clusters: dict[str, tuple[list, list]] = field(default_factory=dict)
 
 
 def graph_metadata(edge_types: Sequence[str | EdgeType], **extra: Any) -> dict[str, str]:
@@ -600,12 +679,14 @@ def build_graphs(
     placement: str = "paper",
     order: str = "random",
     mention_span: str = "annotated",
+    corruption: Corruption | None = None,
 ) -> GraphBuild:
     """GRAPHS rows for a corpus: one per item (context prefix + query, §3.3) where the corpus
     has items, else one per document. Rows are sorted by graph_id. `placement`: where a
     coreference edge leaves and enters a mention (PLACEMENTS); `order`: the segment order
     (ORDERS); `mention_span`: the annotation's spans or without their determiner
-    (MENTION_SPANS); see the module docstring.
+    (MENTION_SPANS); `corruption`: drop or rewire a share of the coreference links
+    (Corruption); see the module docstring.
 
     Item graphs: the context is the first context_end tokens of the item's document; document
     mentions crossing context_end are dropped and counted (stats
@@ -636,6 +717,7 @@ def build_graphs(
         if mention_span == "no_determiner":
             doc_mentions[doc_id] = trim_determiners(spans, docs[doc_id]["tokens"], stats)
     rows: list[dict[str, Any]] = []
+    clusters: dict[str, tuple[list, list]] = {}
     if item_rows:
         known = {r["item_id"] for r in item_rows}
         stray = sorted(set(q_mentions) - known)
@@ -669,8 +751,11 @@ def build_graphs(
                 on_conflict=on_conflict,
                 graph_id=item["item_id"],
                 doc_id=doc["doc_id"],
+                corruption=corruption,
             )
             stats.update(graph.stats)
+            if graph.clusters is not None:
+                clusters[item["item_id"]] = graph.clusters
             rows.append(_graph_row(graph, item["item_id"], doc["doc_id"], item["split"], item))
     else:
         if q_mentions:
@@ -682,8 +767,11 @@ def build_graphs(
                 on_conflict=on_conflict,
                 graph_id=doc_id,
                 doc_id=doc_id,
+                corruption=corruption,
             )
             stats.update(graph.stats)
+            if graph.clusters is not None:
+                clusters[doc_id] = graph.clusters
             rows.append(_graph_row(graph, doc_id, doc_id, doc["split"], None))
     rows.sort(key=lambda r: r["graph_id"])
     stats["graphs"] = len(rows)
@@ -691,15 +779,21 @@ def build_graphs(
     variant = {"segment_order": order} if order != "random" else {}
     if mention_span != "annotated":
         variant["mention_span"] = mention_span
+    if corruption is not None:
+        variant["coref_corruption"] = (
+            f"{corruption.mode} {corruption.rate:g} seed {corruption.seed}"
+        )
     metadata = graph_metadata(edge_types, seed=seed, on_conflict=on_conflict, **variant)
-    return GraphBuild(rows, metadata, stats)
+    return GraphBuild(rows, metadata, stats, clusters)
 
 
 __all__ = [
     "DEFAULT_EDGE_TYPES",
     "PLACEMENTS",
     "EDGE_TYPES",
+    "CORRUPTIONS",
     "Concatenation",
+    "Corruption",
     "MENTION_SPANS",
     "ORDERS",
     "EdgeType",
@@ -712,6 +806,7 @@ __all__ = [
     "build_graphs",
     "clip_mentions",
     "concatenate",
+    "corrupt_links",
     "coreference_edges",
     "decompose",
     "edge_type_names",

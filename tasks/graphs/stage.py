@@ -29,7 +29,8 @@ from tasks.core.schema import (
     QUERY_MENTIONS,
 )
 from tasks.core.settings import bounded, load_stage_settings
-from tasks.graphs.dags import build_graphs
+from tasks.evaluation.coref import CONLL_METRICS, conll_f1, score_coreference
+from tasks.graphs.dags import Corruption, build_graphs
 from tasks.graphs.views import L_MAX, build_corelm_view, build_entitynlm_view
 
 log = logging.getLogger("corefrepro.graphs")
@@ -46,6 +47,15 @@ class GraphAblation:
     coref_placement: Literal["paper", "sentence"] = "paper"
     order: Literal["random", "document_query", "query_document"] = "random"
     mention_span: Literal["annotated", "no_determiner"] = "annotated"
+    # coreference links dropped or rewired (dags.Corruption, issue #58.5): beyond the papers
+    corrupt: Literal["none", "drop", "rewire"] = "none"
+    corrupt_rate: float = bounded(0.0, ge=0.0, le=1.0)
+    corrupt_seed: int = 1
+
+    def corruption(self) -> Corruption | None:
+        if self.corrupt == "none":
+            return None
+        return Corruption(self.corrupt, self.corrupt_rate, self.corrupt_seed)
 
 
 @dataclass
@@ -189,7 +199,8 @@ def build_ablation(name: str) -> dict[str, Any]:
     """Stage graphs_ablation@<name>: graphs.ablations.<name>'s variant of its run's graphs."""
     cfg = graph_settings()
     entry = ablation_entry(cfg, name)
-    return _build(entry.run, name, cfg, entry.coref_placement, entry.order, entry.mention_span)
+    return _build(entry.run, name, cfg, entry.coref_placement, entry.order, entry.mention_span,
+                  entry.corruption())  # fmt: skip
 
 
 def ablation_entry(cfg: GraphSettings, name: str) -> GraphAblation:
@@ -205,8 +216,8 @@ def ablation_entry(cfg: GraphSettings, name: str) -> GraphAblation:
     if entry.corpus != corpus:
         raise CorefreproError(f"{where}.corpus: {entry.corpus!r}, but run {entry.run!r} "
                               f"annotates corpus {corpus!r}")  # fmt: skip
-    readings = (entry.coref_placement, entry.order, entry.mention_span)
-    if readings == ("paper", "random", "annotated"):
+    readings = (entry.coref_placement, entry.order, entry.mention_span, entry.corrupt)
+    if readings == ("paper", "random", "annotated", "none"):
         raise CorefreproError(f"{where}: every setting is the paper's: that is graphs@{entry.run}")
     if name in run_names():
         raise CorefreproError(f"{where}: {name!r} is an annotation run's name: its graphs@ "
@@ -215,7 +226,7 @@ def ablation_entry(cfg: GraphSettings, name: str) -> GraphAblation:
 
 
 def _build(run: str, out: str, cfg: GraphSettings, placement: str, order: str,
-           mention_span: str) -> dict[str, Any]:  # fmt: skip
+           mention_span: str, corruption: Corruption | None = None) -> dict[str, Any]:  # fmt: skip
     data = _inputs(run, items=True)
     graphs = build_graphs(
         data["documents"],
@@ -228,13 +239,28 @@ def _build(run: str, out: str, cfg: GraphSettings, placement: str, order: str,
         placement=placement,
         order=order,
         mention_span=mention_span,
+        corruption=corruption,
     )
     _log_dropped(run, "graphs", graphs.stats)
     log.info("%s: %d graphs (coreference placement %s, segment order %s, mention span %s)",
              out, len(graphs.rows), placement, order, mention_span)  # fmt: skip
     report = {"graphs": len(graphs.rows), "graph_stats": dict(sorted(graphs.stats.items()))}
+    if corruption is not None:
+        report["coreference_against_annotation"] = _corruption_scores(graphs.clusters)
+        log.info("%s: CoNLL F1 %.2f against %s's own coreference", out,
+                 report["coreference_against_annotation"]["conll_f1"], run)  # fmt: skip
     meta = {**_meta(run, data["entry"]), **graphs.metadata}
     return _write(out, "graphs", GRAPHS, graphs.rows, meta, report)
+
+
+def _corruption_scores(clusters: Mapping[str, tuple[list, list]]) -> dict[str, float]:
+    """The corrupted coreference scored against the annotation it came from (CoNLL F1 in %,
+    singletons kept: the mentions are the same, only the links differ)."""
+    key = {graph_id: pair[0] for graph_id, pair in clusters.items()}
+    response = {graph_id: pair[1] for graph_id, pair in clusters.items()}
+    scores = score_coreference(key, response, metrics=CONLL_METRICS)
+    out = {f"{m}_f1": round(100 * scores[m].f1, 4) for m in CONLL_METRICS}
+    return {**out, "conll_f1": round(100 * conll_f1(scores), 4)}
 
 
 def build_entitynlm(run: str) -> dict[str, Any]:
