@@ -45,14 +45,14 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from tasks.core.config import REPO_ROOT, read_yaml
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError, key_path, parse_settings
 
 PRESETS_DIR = REPO_ROOT / "presets"
-Scale = Literal["cpu", "paper"]
+Scale = str  # cpu, paper, or a further scale a preset names (e.g. cpu-converged)
+REQUIRED_SCALES = ("cpu", "paper")
 
 
 @dataclass
@@ -80,15 +80,16 @@ class Preset:
 
     title: str
     targets: list[str]  # dvc.yaml stages (name or name@item)
-    scales: dict[str, ScaleSettings]  # cpu and paper
+    scales: dict[str, ScaleSettings]  # cpu and paper, then any further ones
     smoke: SmokeSettings
     mirror: bool = True
     overrides: list[str] = field(default_factory=list)
 
     def validate(self, path: str) -> None:
         problems = []
-        if sorted(self.scales) != ["cpu", "paper"]:
-            problems.append(f"{key_path(path, 'scales')}: must be exactly cpu and paper, "
+        missing = [s for s in REQUIRED_SCALES if s not in self.scales]
+        if missing:
+            problems.append(f"{key_path(path, 'scales')}: must have cpu and paper, "
                             f"got {sorted(self.scales)}")  # fmt: skip
         lists = {"overrides": self.overrides, "smoke.overrides": self.smoke.overrides,
                  **{f"scales.{k}.overrides": v.overrides for k, v in self.scales.items()}}  # fmt: skip
@@ -104,6 +105,9 @@ class Preset:
         """The scale's overrides; with *smoke*, then `~key` for each key they add (`+key=`:
         the mirror's runs, whose stages would feed the whole-directory deps of some targets)
         and the smoke overlay."""
+        if scale not in self.scales:
+            raise CorefreproError(f"scale {scale!r}: this preset's scales are "
+                                  f"{', '.join(self.scales)}")  # fmt: skip
         own = [*self.overrides, *self.scales[scale].overrides]
         if not smoke:
             return own
@@ -243,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     for verb, help_ in helps.items():
         p = sub.add_parser(verb, help=help_)
         p.add_argument("name", choices=names())
-        p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
+        p.add_argument("--scale", default="cpu", help="cpu, paper, or a further scale of the preset")
         p.add_argument("--smoke", action="store_true",
                        help="the scale's settings on the embedded data, one batch per epoch")  # fmt: skip
     argv = sys.argv[1:] if argv is None else list(argv)

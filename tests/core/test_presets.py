@@ -19,7 +19,7 @@ from tests.flows.test_user_commands import ORIGINAL, PARAMS, _check_rewritten, _
 CELLS = [
     (name, scale, smoke)
     for name in presets.names()
-    for scale in ("cpu", "paper")
+    for scale in presets.load(name).scales
     for smoke in (False, True)
 ]
 
@@ -181,7 +181,7 @@ def test_exp_run_restores_persisted_outputs_and_repro_keeps_them(tmp_path):
 
 
 BAD = {
-    "scales:\n  cpu: {cost: x}\n": "scales: must be exactly cpu and paper",
+    "scales:\n  cpu: {cost: x}\n": "scales: must have cpu and paper",
     "scales:\n  cpu: {cost: x}\n  paper: {cost: y, overides: []}\n": "scales.paper.overides: unknown setting (did you mean overrides?)",
     "overrides: [corpora]\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "'corpora' (item 0) is not key=value",
     "smoke: {targets: [train_mage], overrides: [x=1, y]}\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke.overrides: 'y' (item 1) is not key=value",
