@@ -247,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     for verb, help_ in helps.items():
         p = sub.add_parser(verb, help=help_)
         p.add_argument("name", choices=names())
-        p.add_argument("--scale", default="cpu", help="cpu, paper, or a further scale of the preset")
+        p.add_argument(
+            "--scale", default="cpu", help="cpu, paper, or a further scale of the preset"
+        )
         p.add_argument("--smoke", action="store_true",
                        help="the scale's settings on the embedded data, one batch per epoch")  # fmt: skip
     argv = sys.argv[1:] if argv is None else list(argv)
