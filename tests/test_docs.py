@@ -319,3 +319,17 @@ def test_every_setting_named_in_the_docs_exists():
         if not _has(PARAMS, key):
             problems.append(f"{page}: `{span}`")
     assert not problems, "settings not in params.yaml:\n" + "\n".join(sorted(set(problems)))
+
+
+def test_the_readme_states_no_measured_number():
+    """Figures live in the records, the report and the lab notebook, never in the README: a
+    bare number in its prose is a table or equation number, a year or a version."""
+    prose = re.sub(r"\]\([^)]*\)", "]", _prose((REPO_ROOT / "README.md").read_text()))
+    allowed = re.compile(r"(Tables?|Python ≥|Eq\.|§|issue #|et al\.,?)\s*$")
+    numbers = []
+    for line in prose.splitlines():
+        for m in re.finditer(r"(?<![\w.\-/#])\d+(?:[.,]\d+)*\s*%?(?![\w\-])", line):
+            year = re.fullmatch(r"(19|20)\d\d", m[0])
+            if not year and not allowed.search(line[: m.start()]):
+                numbers.append(f"{m[0]!r} in {line.strip()[:80]!r}")
+    assert not numbers, "\n".join(numbers)
