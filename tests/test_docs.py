@@ -333,3 +333,24 @@ def test_the_readme_states_no_measured_number():
             if not year and not allowed.search(line[: m.start()]):
                 numbers.append(f"{m[0]!r} in {line.strip()[:80]!r}")
     assert not numbers, "\n".join(numbers)
+
+
+def test_the_lab_notebook_keeps_every_transcribed_figure_and_links_its_record():
+    """A transcribed record quotes the text it came from (README.md at dc50b4c); that text now
+    lives in docs/experiments/, verbatim, and the entry links the record."""
+    notebook = [p for p in DOCS if "experiments" in p.parts]
+    text = re.sub(r"\s+", " ", "".join(p.read_text() for p in notebook))
+    linked = {(p.parent / t.partition("#")[0]).resolve() for p in notebook for t in _links(p)}
+    entries = yaml.safe_load((REPO_ROOT / "results" / "transcribed.yaml").read_text())
+    assert entries
+    problems = []
+    for e in entries:
+        for part in (p.strip() for p in e["quote"].split("...")):
+            if part and re.sub(r"\s+", " ", part) not in text:
+                problems.append(f"{e['item']}: quote not in docs/experiments: {part[:60]!r}")
+        record = (
+            REPO_ROOT / "results" / e.get("preset", "readme") / e["stage"] / f"{e['item']}.json"
+        )
+        if record.resolve() not in linked:
+            problems.append(f"{e['item']}: docs/experiments does not link {record.name}")
+    assert not problems, "\n".join(problems)
