@@ -265,7 +265,7 @@ def orchestrated_copy(prefect_server, tmp_path: Path, **extra: str) -> tuple[Pat
 
 @pytest.fixture
 def mlflow_server(tmp_path):
-    """A real `mlflow server` on a free loopback port, as a team would run it (README "MLflow"):
+    """A real `mlflow server` on a free loopback port, as a team would run it (docs/operations.md "MLflow"):
     a sqlite backend store and artifacts served by the server. (base URL, its folder: mlflow.db
     and artifacts/)."""
     folder = tmp_path / "mlflow-server"

@@ -72,7 +72,7 @@ def scratch(tmp_path_factory, synthetic_tables) -> tuple[Path, dict[str, str]]:
     repo = tmp_path_factory.mktemp("cluster") / "repo"
     env = copy_checkout(repo)
     env["COREFREPRO_ANNOTATOR_FACTORIES"] = FACTORY
-    env["PYTHONPATH"] = str(repo)  # the workers import the checkout's code (README)
+    env["PYTHONPATH"] = str(repo)  # the workers import the checkout's code (docs/operations.md)
     docs = repo / "data" / "docs" / "synthetic"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COREFREPRO_WRITE_ROOTS", str(repo))

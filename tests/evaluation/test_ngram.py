@@ -180,7 +180,7 @@ def test_perplexity_close_to_irstlm(tmp_path: Path, corpus):
     to <unk> (as lmplz --interpolate_unigrams 0) and pads sentences with N-1 <s> that it
     counts as n-grams ("<s> <s> w"). Its perplexity lies between ours with and without unigram
     interpolation, close to the latter (WikiText-2 valid 90/10, 5-gram: 250.2 / 266.2 /
-    275.5, README).
+    275.5, docs/families/entitynlm.md).
     """
     train, test = corpus
     text = tmp_path / "train.txt"

@@ -2,7 +2,7 @@
 the dvc.yaml stage is generated from the registry (tasks/core/stage_deps.py), the generic
 family stage trains it (flows/train.py -> tasks/training/stage.py train_item), the report gives
 it a section (tasks/report/common.py family_section). The worked example is
-tests/fixtures/new_family/toy, the README's."""
+tests/fixtures/new_family/toy, docs/development.md's."""
 
 from __future__ import annotations
 

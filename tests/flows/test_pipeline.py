@@ -249,7 +249,7 @@ def test_interrupted_annotation_resumes_from_finished_shards(fresh_repo):
 def test_a_team_shares_the_trained_pipeline_through_a_dvc_remote(fresh_repo, tmp_path):
     """#29.5: `dvc push` to a remote, a fresh `git clone` elsewhere, `dvc pull`: every output
     (data, checkpoints, figures) arrives and `dvc repro` there has nothing to do. The remote is
-    a local path here; S3/GCS only change its URL (README "A team's DVC remote")."""
+    a local path here; S3/GCS only change its URL (docs/operations.md "A team's DVC remote")."""
     repo, env = fresh_repo
     store = tmp_path / "team-store"
     dvc = [sys.executable, "-m", "dvc"]

@@ -154,7 +154,7 @@ def test_mapped_tasks_run_on_dask_under_the_server(prefect_server):
 
 
 def test_reproduce_cron_schedule_fires_and_serve_runs_it(prefect_server, tmp_path):
-    """README's `flows.reproduce --serve --cron`: the server's scheduler creates the run (with
+    """docs/operations.md's `flows.reproduce --serve --cron`: the server's scheduler creates the run (with
     sqlalchemy 2.1 it failed every loop: "Can't evaluate bulk DML statement") and the serve
     process runs it, one cheap stage in a copy of the repository, to COMPLETED."""
     from prefect.client.orchestration import get_client

@@ -1,4 +1,4 @@
-"""README "A Prefect work pool": prefect.yaml's deployments on a process work pool, run by a
+"""docs/operations.md "A Prefect work pool": prefect.yaml's deployments on a process work pool, run by a
 `prefect worker` in the checkout its COREFREPRO_CHECKOUT names (a copy of the repository), with
 a real server: a stage deployment triggered by hand, and the reproduce deployment on a cron."""
 
@@ -74,7 +74,7 @@ def test_a_worker_runs_stage_and_scheduled_reproduce_deployments(prefect_server,
             time.sleep(2)
         assert stage_line_logged(), tail
 
-        # the README's cron example through the worker: DVC reruns the stage's command
+        # docs/operations.md's cron example through the worker: DVC reruns the stage's command
         fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=60)
         params = json.dumps({"targets": [STAGE], "force": True})
         run_ok([*prefect, "--no-prompt", "deploy", "--name", "reproduce", "--cron", once_cron(fire),

@@ -1,4 +1,4 @@
-"""Commands the README gives users: `dvc exp run -S ...` must leave a params.yaml DVC can read.
+"""Commands README.md and docs/ give users: `dvc exp run -S ...` must leave a params.yaml DVC can read.
 
 `dvc exp run -S` rewrites params.yaml through ruamel (dvc.repo.experiments.queue.base
 _update_params -> dvc.utils.hydra.apply_overrides -> dvc.utils.serialize.modify_yaml); inside a
@@ -36,11 +36,13 @@ def _documented_overrides(path: Path) -> list[list[str]]:
     return sets
 
 
-README_SETS = (
-    _documented_overrides(REPO_ROOT / "README.md")
+DOC_PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+_ALL_SETS = (
+    [s for page in DOC_PAGES for s in _documented_overrides(page)]  # README and docs/
     + _documented_overrides(PARAMS)
     + _documented_overrides(REPO_ROOT / "tasks" / "report" / "paper_results.yaml")  # the report's
 )
+README_SETS = [list(s) for s in dict.fromkeys(tuple(s) for s in _ALL_SETS)]  # each set once
 
 
 def _rewrite(path: Path, overrides: list[str]) -> None:
