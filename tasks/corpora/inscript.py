@@ -1393,7 +1393,7 @@ def parse_release(path: str | Path) -> dict[str, dict[str, tuple[str, tuple[str,
                 for g in entry.values()))  # fmt: skip
             if not ok:
                 raise DataError(path, f"{sid} target {key!r}: expected {{true label: [human "
-                                "guesses]}}", _line_of(text, sid, key))  # fmt: skip
+                                "guesses]}", _line_of(text, sid, key))  # fmt: skip
             ((label, guesses),) = entry.items()
             doc[key] = (label, tuple(guesses))
     return out
