@@ -53,6 +53,15 @@ its split lists 200 test stories, 18 of which have neither a parse nor targets
 ``all`` keeps the 637. Four tokens contain a space
 ("1 1/2" in cake stories); tokens are kept verbatim so the labels' spans stay aligned.
 
+Modi et al. 2017's referent-prediction release (`RELEASE_SOURCES`, under ``modi2017/``):
+``humanPredictions.json`` (the 182 test stories' 3,346 targets, keyed ``sentence_token``, each
+with its true discourse-referent label and 20 human guesses; pinned by sha256, from the mirror
+or the raw file of parkervg/discourse-referent-api at `RELEASE_COMMIT`, a copy of the authors'
+data/taclData), its ``dataSplit.json``, and the mirror's ``humanPredictions.sample.json`` (the
+entries of the 10 sample test stories), read only when the full file is absent
+(`released_targets`, which says so in a log line). Entity prediction's test slots are its
+targets (tasks/evaluation/entity_prediction.released_slots).
+
 XML is read with expat, without the DTD (InScript.dtd is not shipped) and refusing entity
 declarations and external entities, so nothing is fetched and no entity expansion happens.
 """
@@ -60,6 +69,7 @@ declarations and external entities, so nothing is fetched and no entity expansio
 from __future__ import annotations
 
 import json
+import logging
 import xml.parsers.expat as expat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -69,6 +79,8 @@ from typing import Any
 from tasks.core.errors import DataError, MissingSourceError
 from tasks.core.fetch import Source
 from tasks.corpora.base import Normalized, document_row
+
+log = logging.getLogger("corefrepro.inscript")
 
 NAME = "inscript"
 MIRROR_DIR = "inscript"
@@ -86,6 +98,18 @@ SPLIT_FILE = "clean_data_split.json"
 SPLIT_SHA256 = "4d0023e876f3492f4d357a078a7ab4985807b83f690d37d9b69ece8a100f1f61"
 README_SHA256 = "60658a49cb18d95fa3cdb5aae277a2dcb4f7fe98833072883acd3b7ca5b5e769"
 SAMPLE_DIR = "sample_test"
+
+# Modi et al. 2017's referent-prediction release (the mirror's modi2017/MANIFEST.md): a copy of
+# the authors' data/taclData in parkervg/discourse-referent-api at this commit
+RELEASE_DIR = "modi2017"
+RELEASE_REPO_URL = "https://raw.githubusercontent.com/parkervg/discourse-referent-api"
+RELEASE_COMMIT = "69af044da900bb28b6158dd0eccc252fcd918547"
+RELEASE_FILE = "humanPredictions.json"  # 182 stories, 3,346 targets
+RELEASE_SHA256 = "158b0fef7d5938f7d6d96386d999e2d42842bf1df448c16b2b979dee3743d623"
+RELEASE_SAMPLE_FILE = "humanPredictions.sample.json"  # the mirror's: the 10 sample stories
+RELEASE_SAMPLE_SHA256 = "4bf08478b102801368e1d19fc72b8ff258bab5ee257b661ffae00936eb08dc47"
+RELEASE_SPLIT_FILE = "dataSplit.json"  # train 619 / dev 91 / test 182 (+ the 18 ignored)
+RELEASE_SPLIT_SHA256 = "acab3288c39de241bb003ffa60427e3cf5e896f8f3271f281d96edbae4e27276"
 
 MULTI_CHAIN_MODES = ("all", "first")
 TRAIN_STORY_SETS = ("modi2017", "all")
@@ -874,6 +898,23 @@ def _story_url(story_id: str) -> str:
     return f"{RAW_URL}/{CORPUS_COMMIT}/DynamicEntity/InScript/{_story_relpath(story_id)}"
 
 
+def release_url(name: str) -> str:
+    """The raw GitHub URL of one file of Modi et al.'s release at `RELEASE_COMMIT`."""
+    return f"{RELEASE_REPO_URL}/{RELEASE_COMMIT}/data/taclData/{name}"
+
+
+def release_sources() -> list[Source]:
+    """Modi et al.'s release: optional (a user without it gets the rule's test slots, and the
+    developer mirror holds the full targets file back), each pinned by its sha256."""
+    return [
+        Source(f"{RELEASE_DIR}/{RELEASE_FILE}", RELEASE_SHA256, url=release_url(RELEASE_FILE),
+               optional=True),
+        Source(f"{RELEASE_DIR}/{RELEASE_SPLIT_FILE}", RELEASE_SPLIT_SHA256,
+               url=release_url(RELEASE_SPLIT_FILE), optional=True),
+        Source(f"{RELEASE_DIR}/{RELEASE_SAMPLE_FILE}", RELEASE_SAMPLE_SHA256, optional=True),
+    ]  # fmt: skip
+
+
 def declared_splits() -> dict[str, str]:
     """story id -> split, as declared by this module (the split file must agree)."""
     splits = {sid: sp for sid, sp, _ in STORIES}
@@ -883,7 +924,8 @@ def declared_splits() -> dict[str, str]:
 
 def sources(cfg: dict[str, Any] | None = None) -> list[Source]:
     """Split file, README, the 728 train/dev stories, the 182 held-back test stories
-    (optional; sha256 known only for the 10 sampled ones) and the 10-story test sample."""
+    (optional; sha256 known only for the 10 sampled ones), the 10-story test sample and Modi
+    et al.'s referent-prediction release (`release_sources`)."""
     sample_sha = dict(SAMPLE_TEST)
     out = [
         Source(SPLIT_FILE, SPLIT_SHA256, url=f"{RAW_URL}/{SPLIT_COMMIT}/data/{SPLIT_FILE}"),
@@ -901,7 +943,7 @@ def sources(cfg: dict[str, Any] | None = None) -> list[Source]:
         Source(f"{SAMPLE_DIR}/{_story_relpath(sid)}", sha, optional=True)
         for sid, sha in SAMPLE_TEST
     ]
-    return out
+    return out + release_sources()
 
 
 # --------------------------------------------------------------------------- XML reading
@@ -1306,3 +1348,74 @@ def story_syntax(raw_dir: str | Path) -> dict[str, dict[str, list]]:
         out[doc_id] = {"pos": story.pos, "dep_head": story.dep_head, "dep_rel": story.dep_rel,
                        "event": event}  # fmt: skip
     return out
+
+
+# ----------------------------------------------------------- Modi et al. 2017's release
+
+
+def _line_of(text: str, *needles: str) -> int | None:
+    """1-based line of the last of `needles` found in order (a JSON key's line), or None."""
+    at = 0
+    for needle in needles:
+        found = text.find(f'"{needle}"', at)
+        if found < 0:
+            return None
+        at = found
+    return text.count("\n", 0, at) + 1
+
+
+def parse_release(path: str | Path) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
+    """humanPredictions.json (readme.txt: ``{docID: {tokenID: {trueDRLabel: [dr1, ...,
+    dr20]}}}``) as {doc_id: {``sentence_token``: (true label, guesses)}}, doc ids as
+    `normalize` names them. Any defect raises DataError with the file and line."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, "not valid utf-8", data.count(b"\n", 0, exc.start) + 1) from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"malformed JSON: {exc.msg}", exc.lineno) from None
+    if not isinstance(obj, dict):
+        raise DataError(path, "expected an object {story id: {sentence_token: {label: [...]}}}")
+    out: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+    for sid, targets in obj.items():
+        scenario, _, number = sid.rpartition("_")
+        if not scenario or not number.isdigit() or not isinstance(targets, dict):
+            raise DataError(path, f"story {sid!r}: expected <scenario>_<NNN> mapping to "
+                            "{sentence_token: {label: [guesses]}}", _line_of(text, sid))  # fmt: skip
+        doc = out.setdefault(f"{NAME}/{scenario}/{number}", {})
+        for key, entry in targets.items():
+            ok = (isinstance(entry, dict) and len(entry) == 1 and all(
+                isinstance(g, list) and g and all(isinstance(x, str) for x in g)
+                for g in entry.values()))  # fmt: skip
+            if not ok:
+                raise DataError(path, f"{sid} target {key!r}: expected {{true label: [human "
+                                "guesses]}", _line_of(text, sid, key))  # fmt: skip
+            ((label, guesses),) = entry.items()
+            doc[key] = (label, tuple(guesses))
+    return out
+
+
+def released_targets(
+    raw_dir: str | Path,
+) -> tuple[dict[str, dict[str, tuple[str, tuple[str, ...]]]], Path] | None:
+    """(Modi et al.'s targets by doc id, the file read): the full humanPredictions.json, else
+    the mirror's 10-story sample (said in a log line), else None (the rule's slots serve;
+    logged too)."""
+    release = Path(raw_dir) / RELEASE_DIR
+    for name in (RELEASE_FILE, RELEASE_SAMPLE_FILE):
+        path = release / name
+        if not path.exists():
+            continue
+        targets = parse_release(path)
+        if name == RELEASE_SAMPLE_FILE:
+            log.info("%s: %s absent; the released test targets are the sample's (%s: %d "
+                     "stories, %d targets)", NAME, RELEASE_FILE, path, len(targets),
+                     sum(map(len, targets.values())))  # fmt: skip
+        return targets, path
+    log.info("%s: no released targets (%s or %s under %s); the test slots follow the rule",
+             NAME, RELEASE_FILE, RELEASE_SAMPLE_FILE, release)  # fmt: skip
+    return None

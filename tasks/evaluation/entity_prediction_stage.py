@@ -11,6 +11,14 @@ coreference, no label kinds, so every mention may be a slot) under the same rule
 stage is exercised by `dvc repro`; with the mirror, corpora: [inscript] is the paper's setting.
 An InScript test split holding only the mirror's 10-story sample is reported as
 "test_sample".
+
+Test slots (``test_slots``): ``released`` (default) takes InScript's test slots from Modi et
+al.'s release (data/raw/inscript/modi2017/humanPredictions.json, else the mirror's 10-story
+sample of it; tasks/corpora/inscript.released_targets) when it covers every test story, and
+adds Table 3's human row (``human``, ep.HumanMajority); without a release, or where it lacks a
+test story, the rule's slots serve (said in a log line). ``rule``: the rule's slots always.
+Dev and train always follow the rule (the release covers test stories only). The metrics'
+``test_slots`` say which set was scored and compare the rule's with the release's.
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ class EntityPredictionSettings(ep.ProtocolSettings):
     nested: Literal["enclosing", "heads"] | None = None
 
     corpora: list[str] = field(default_factory=lambda: ["synthetic"])
+    # the test slots: Modi et al.'s released targets where the release is at hand | the rule
+    test_slots: Literal["released", "rule"] = "released"
     shallow: ep.ShallowSettings = field(default_factory=ep.ShallowSettings)
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads
     entitynlm: ModelPredictorSettings = field(default_factory=ModelPredictorSettings)
@@ -95,7 +105,7 @@ def metrics_path(corpus: str) -> Path:
 def load(corpus: str) -> tuple[list[dict], list[dict], dict | None]:
     """Documents, gold mentions and (InScript) label kinds of one corpus. An InScript
     document carries its per-token syntax and event labels under "syntax" (slot rule 3 and
-    the shallow ranker's grammatical features read them)."""
+    the rich shallow features read them)."""
     docs = storage.read_table(docs_dir(corpus) / f"{DOCUMENTS}.parquet", DOCUMENTS).to_pylist()
     mentions = storage.read_table(docs_dir(corpus) / f"{MENTIONS}.parquet", MENTIONS)
     gold = [m for m in mentions.to_pylist() if m["annotator"] == "gold"]
@@ -109,6 +119,48 @@ def load(corpus: str) -> tuple[list[dict], list[dict], dict | None]:
         syntax = story_syntax(raw_dir(corpus))
         docs = [{**d, "syntax": syntax[d["doc_id"]]} for d in docs]
     return docs, gold, kinds
+
+
+def load_release(corpus: str) -> tuple[dict, Path] | None:
+    """Modi et al.'s released targets of `corpus` and the file read (InScript only)."""
+    if corpus != "inscript":
+        return None
+    from tasks.corpora.inscript import released_targets
+
+    return released_targets(raw_dir(corpus))
+
+
+def choose_test_slots(
+    cfg: EntityPredictionSettings, rules: ep.ProtocolSettings, docs: list[dict],
+    gold: list[dict], rule_slots: list[ep.Slot], release: tuple[dict, Path] | None,
+) -> tuple[list[ep.Slot], dict[str, Any]]:  # fmt: skip
+    """The test slots and what the metrics say of them (module docstring, test_slots)."""
+    if cfg.test_slots == "rule" or release is None:
+        why = "test_slots: rule" if cfg.test_slots == "rule" else "no release"
+        return rule_slots, {"set": "rule", "why": why}
+    targets, path = release
+    test_docs = {d["doc_id"] for d in docs if d["split"] == "test"}
+    lacking = sorted(test_docs - set(targets))
+    if lacking:
+        log.info("%s lacks %d of the %d test stories (e.g. %s); the test slots follow the "
+                 "rule", path, len(lacking), len(test_docs), lacking[0])  # fmt: skip
+        return rule_slots, {"set": "rule", "why": f"{path.name} lacks {len(lacking)} test stories"}
+    outside = len(set(targets) - test_docs)
+    if outside:
+        log.info("%s: %d released stories are not among the test documents; not scored",
+                 path, outside)  # fmt: skip
+    chosen = {d: t for d, t in targets.items() if d in test_docs}
+    slot_list, unmatched = ep.released_slots(docs, gold, chosen, rules, str(path))
+    if unmatched:
+        log.warning("%s: %d released targets lie in no gold mention (e.g. %s %s); not scored",
+                    path, len(unmatched), *unmatched[0])  # fmt: skip
+    comparison = ep.compare_slot_sets(rule_slots, slot_list, unmatched)
+    log.info("test slots: %d released targets of %s (%d stories); the rule picks %d there, "
+             "missing %d, adding %d", comparison["released"], path.name,
+             comparison["documents"], comparison["rule"], comparison["rule_misses"],
+             comparison["rule_extra"])  # fmt: skip
+    return slot_list, {"set": "released", "file": path.name, "comparison": comparison,
+                       "unmatched": [list(u) for u in unmatched]}  # fmt: skip
 
 
 def split_label(corpus: str, split: str, docs: list[dict]) -> str:
@@ -130,15 +182,22 @@ def run(corpus: str, extra: Sequence[ep.Predictor] = ()) -> dict[str, Any]:
     by_split = {sp: ep.slots(docs, gold, sp, rules, kinds) for sp in SPLITS}
     if not by_split["train"]:
         raise CorefreproError(f"{corpus}: no train slots to fit the shallow ranker on")
+    by_split["test"], test_info = choose_test_slots(cfg, rules, docs, gold, by_split["test"],
+                                             load_release(corpus))  # fmt: skip
     threads = torch.get_num_threads()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     try:
-        predictors = [ep.AlwaysNew(), ep.ShallowRanker(cfg.shallow).fit(docs, by_split["train"]),
-                      *extra]  # fmt: skip
+        rankers = [ep.ShallowRanker(cfg.shallow, features, name).fit(docs, by_split["train"])
+                   for name, features in [("shallow", cfg.shallow.features),
+                                          *cfg.shallow.extra_rows.items()]]  # fmt: skip
+        human = [ep.HumanMajority()] if test_info["set"] == "released" else []
+        predictors = [ep.AlwaysNew(), *rankers, *human, *extra]
         rows, results = _predict(predictors, docs, by_split, corpus)
     finally:
         torch.set_num_threads(threads)
+    if human:
+        test_info["human"] = {"ties": human[0].ties, "unmapped": human[0].unmapped}
     metrics = {
         "corpus": corpus,
         "protocol": settings_to_dict(rules),
@@ -148,8 +207,9 @@ def run(corpus: str, extra: Sequence[ep.Predictor] = ()) -> dict[str, Any]:
             for sp, v in by_split.items()
             if v
         },
+        "test_slots": test_info,
         "accuracy": results,
-        "shallow_weights": predictors[1].weights(),
+        "shallow_weights": {r.name: r.weights() for r in rankers},
         "unscored_slots": {p.name: p.unscored for p in extra if hasattr(p, "unscored")},
         "seconds": round(time.perf_counter() - started, 3),
     }
@@ -171,7 +231,7 @@ def _predict(predictors, docs, by_split, corpus):
     results: dict[str, dict[str, Any]] = {}
     for p in predictors:
         for sp, slot_list in by_split.items():
-            if not slot_list:
+            if not slot_list or not getattr(p, "covers", lambda _: True)(slot_list):
                 continue
             answers = ep.predict_all(p, docs, slot_list)
             results.setdefault(p.name, {})[split_label(corpus, sp, docs)] = ep.evaluate(

@@ -283,6 +283,12 @@ def _check_table(
     _require(isinstance(rows, list) and rows, path, f"{where}: needs rows")
     for j, row in enumerate(rows):
         _check_row(row, keys, path, f"{where} row {j + 1}")
+    ours = table.get("ours_rows") or []
+    _require(isinstance(ours, list), path, f"{where}: ours_rows: expected a list")
+    for j, row in enumerate(ours):
+        _require(isinstance(row, dict) and isinstance(row.get("label"), str) and row["label"]
+                 and isinstance(row.get("model"), str) and row["model"], path,
+                 f"{where} ours_rows[{j}]: needs label and model (rows the paper lacks)")  # fmt: skip
     for d in table.get("deltas") or []:
         _require(
             isinstance(d, dict) and d.get("model") and d.get("baseline"),

@@ -246,18 +246,39 @@ def render_prediction(table: Mapping, runs: Mapping[str, Run], papers: Mapping) 
               "InScript). Cells: ours (paper), accuracy %.", ""]  # fmt: skip
     corpora = sorted(runs)
     body = []
-    for prow in table["rows"]:
-        paper = fmt(prow["values"].get("accuracy"), 2)
+    rows = [(r["paper_row"], r.get("model"), fmt(r["values"].get("accuracy"), 2))
+            for r in table["rows"]]  # fmt: skip
+    rows += [(f"(ours) {r['label']}", r["model"], None) for r in table.get("ours_rows") or []]
+    for label, model, paper in rows:
         cells = []
         for corpus in corpora:
-            split, r = _prediction_split(runs[corpus].metrics, prow.get("model") or "")
+            split, r = _prediction_split(runs[corpus].metrics, model or "")
             n = f" (n={r['n']}{', ' + split if split != 'test' else ''})" if r else ""
             cells.append(cell(_pct(r.get("accuracy")) + n, paper))
-        body.append([prow["paper_row"], f"`{prow['model']}`" if prow.get("model") else DASH,
+        body.append([label, f"`{model}`" if model else DASH,
                      *(cells or [cell(DASH, paper)])])  # fmt: skip
     lines += _md_table(["Paper row", "ours", *([f"`{c}`" for c in corpora] or ["—"])], body)
+    lines += [line for c in corpora if (line := _slot_set_line(c, runs[c].metrics))]
     files = ", ".join(runs[k].path for k in corpora) or "none"
     return lines + ["", f"Metrics files: {files}.", ""]
+
+
+def _slot_set_line(corpus: str, m: Mapping[str, Any]) -> str | None:
+    """Which test slots `corpus` was scored on (the stage's metrics ``test_slots``)."""
+    info = m.get("test_slots")
+    if not isinstance(info, Mapping):
+        return None
+    if info.get("set") != "released":
+        return (f"\n`{corpus}` test slots: the rule (tasks/evaluation/entity_prediction.py; "
+                f"{info.get('why') or 'no release'}).")  # fmt: skip
+    c = info.get("comparison") or {}
+    human = info.get("human") or {}
+    return (f"\n`{corpus}` test slots: Modi et al.'s released targets ({info.get('file')}: "
+            f"{c.get('released', DASH)} targets in {c.get('documents', DASH)} stories, "
+            f"{c.get('unmatched', 0)} in no gold mention); the rule picks {c.get('rule', DASH)} "
+            f"there, missing {c.get('rule_misses', DASH)} and adding {c.get('rule_extra', DASH)}."
+            + (f" Human majority: {human.get('ties', 0)} tied votes (first listed wins)."
+               if human else ""))  # fmt: skip
 
 
 def render(table: Mapping, runs: EntityNLMRuns, papers: Mapping, annotation) -> list[str]:

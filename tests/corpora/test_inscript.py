@@ -20,19 +20,159 @@ from tests.corpora.conftest import fetch_and_normalize
 def test_sources_declare_every_story_once():
     srcs = inscript.sources({})
     relpaths = [s.relpath for s in srcs]
-    assert len(relpaths) == len(set(relpaths)) == 2 + 728 + 182 + 10
+    assert len(relpaths) == len(set(relpaths)) == 2 + 728 + 182 + 10 + 3  # + Modi et al.'s
     required = [s for s in srcs if not s.optional]
     assert len(required) == 2 + 728
     assert all(s.sha256 and len(s.sha256) == 64 for s in required)
     assert all(s.url and inscript.CORPUS_COMMIT in s.url for s in required[1:])
     split_src = next(s for s in srcs if s.relpath == "clean_data_split.json")
     assert split_src.url.endswith(f"{inscript.SPLIT_COMMIT}/data/clean_data_split.json")
-    tests = [s for s in srcs if s.optional and s.url]
+    tests = [s for s in srcs if s.optional and s.url and s.relpath.startswith("corpus/")]
     assert len(tests) == 182 and sum(1 for s in tests if s.sha256) == 10
     samples = [s for s in srcs if s.relpath.startswith("sample_test/")]
     assert len(samples) == 10 and all(s.optional and s.url is None and s.sha256 for s in samples)
     counts = Counter(inscript.declared_splits().values())
     assert counts == {"train": 637, "dev": 91, "test": 182}
+
+
+def test_the_release_is_pinned_to_the_source_repository():
+    """Modi et al.'s humanPredictions.json: the raw file of parkervg/discourse-referent-api at
+    the MANIFEST's commit, pinned by the MANIFEST's sha256; optional (held back from the
+    developer mirror; without it the sample or the rule serves)."""
+    srcs = {s.relpath: s for s in inscript.sources({})}
+    full = srcs["modi2017/humanPredictions.json"]
+    assert full.url == (
+        "https://raw.githubusercontent.com/parkervg/discourse-referent-api/"
+        "69af044da900bb28b6158dd0eccc252fcd918547/data/taclData/humanPredictions.json"
+    )
+    assert full.sha256 == "158b0fef7d5938f7d6d96386d999e2d42842bf1df448c16b2b979dee3743d623"
+    assert full.optional and srcs["modi2017/dataSplit.json"].url.endswith("taclData/dataSplit.json")
+    sample = srcs["modi2017/humanPredictions.sample.json"]
+    assert sample.optional and sample.url is None and len(sample.sha256) == 64
+
+
+@pytest.fixture
+def release_server(monkeypatch):
+    """A 127.0.0.1 server standing in for raw.githubusercontent.com: the module's release
+    URLs point at it; serves a small targets file (and counts requests)."""
+    import hashlib
+    import http.server
+    import threading
+
+    body = json.dumps({"bath_005": {"3_16": {"P1_drain": ["P1_drain"] * 20}}}).encode()
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            path = f"/x/{inscript.RELEASE_COMMIT}/data/taclData/{inscript.RELEASE_FILE}"
+            if self.path != path:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setattr(
+        inscript, "RELEASE_REPO_URL", f"http://127.0.0.1:{httpd.server_address[1]}/x"
+    )
+    monkeypatch.setattr(inscript, "RELEASE_SHA256", hashlib.sha256(body).hexdigest())
+    yield body, hits
+    httpd.shutdown()
+
+
+def _fetch_release(tmp_path, mirror=None, network=True):
+    from tasks.core.fetch import fetch_source
+
+    src = next(s for s in inscript.release_sources() if s.relpath.endswith(inscript.RELEASE_FILE))
+    return fetch_source(src, "inscript", tmp_path / "raw", mirror=mirror, mirror_dir="inscript",
+                        network=network, cache_dir=tmp_path / "cache", timeout=5)  # fmt: skip
+
+
+def test_the_full_release_is_fetched_from_the_source_url_and_checked(tmp_path, release_server,
+                                                                     caplog):  # fmt: skip
+    import logging
+
+    from tasks.core.errors import ChecksumError
+
+    caplog.set_level(logging.INFO, logger="corefrepro.fetch")
+    body, hits = release_server
+    target = tmp_path / "raw" / "modi2017" / inscript.RELEASE_FILE
+    assert _fetch_release(tmp_path) == inscript.RELEASE_SHA256
+    assert target.read_bytes() == body and len(hits) == 1
+    # the mirror first: a mirror holding the file serves it, the network is not asked
+    mirror = tmp_path / "mirror"
+    (mirror / "inscript" / "modi2017").mkdir(parents=True)
+    (mirror / "inscript" / "modi2017" / inscript.RELEASE_FILE).write_bytes(body)
+    target.unlink()
+    assert _fetch_release(tmp_path, mirror=str(mirror)) == inscript.RELEASE_SHA256
+    assert len(hits) == 1
+    # another file under the pinned name is refused, nothing written
+    (mirror / "inscript" / "modi2017" / inscript.RELEASE_FILE).write_bytes(body + b" ")
+    target.unlink()
+    with pytest.raises(ChecksumError, match="does not match the pinned"):
+        _fetch_release(tmp_path, mirror=str(mirror))
+    assert not target.exists()
+    # offline and not mirrored: optional, skipped with a log line
+    assert _fetch_release(tmp_path / "off", network=False) is None
+    assert "optional file modi2017/humanPredictions.json not available" in caplog.text
+    # and what was fetched reads as the release
+    assert _fetch_release(tmp_path) == inscript.RELEASE_SHA256
+    targets, path = inscript.released_targets(tmp_path / "raw")
+    assert path == target and targets == {
+        "inscript/bath/005": {"3_16": ("P1_drain", ("P1_drain",) * 20)}
+    }
+
+
+def _write_release(directory: Path, name: str, obj) -> Path:
+    path = directory / "modi2017" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(obj if isinstance(obj, str) else json.dumps(obj, indent=1))
+    return path
+
+
+def test_released_targets_prefer_the_full_file_and_say_when_the_sample_serves(tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="corefrepro.inscript")
+    assert inscript.released_targets(tmp_path) is None
+    assert "no released targets" in caplog.text and "test slots follow the rule" in caplog.text
+    sample = {"bath_005": {"3_16": {"P1_drain": ["P1_drain", "P1_bather"]}}}
+    _write_release(tmp_path, inscript.RELEASE_SAMPLE_FILE, sample)
+    targets, path = inscript.released_targets(tmp_path)
+    assert path.name == inscript.RELEASE_SAMPLE_FILE
+    assert targets == {"inscript/bath/005": {"3_16": ("P1_drain", ("P1_drain", "P1_bather"))}}
+    assert "humanPredictions.json absent; the released test targets are the sample's" in caplog.text
+    assert "1 stories, 1 targets" in caplog.text
+    _write_release(tmp_path, inscript.RELEASE_FILE, {**sample, "bus_008": {}})
+    targets, path = inscript.released_targets(tmp_path)
+    assert path.name == inscript.RELEASE_FILE and set(targets) == {"inscript/bath/005",
+                                                                   "inscript/bus/008"}  # fmt: skip
+
+
+def test_a_bad_release_names_the_file_and_line(tmp_path):
+    path = _write_release(tmp_path, "h.json", '{"bath_005": {\n "3_16": {"P1_drain": [}}}')
+    with pytest.raises(DataError, match=r"h.json:2: malformed JSON"):
+        inscript.parse_release(path)
+    bad = {"bath_005": {"3_16": {"P1_drain": ["P1_drain"]}, "4_2": {"P1_a": "P1_a"}}}
+    path = _write_release(tmp_path, "h.json", bad)
+    with pytest.raises(
+        DataError,
+        match=r"h.json:8: bath_005 target '4_2': expected \{true label: \[human guesses\]\}$",
+    ):
+        inscript.parse_release(path)
+    path = _write_release(tmp_path, "h.json", {"bath": {}})
+    with pytest.raises(DataError, match=r"h.json:2: story 'bath': expected <scenario>_<NNN>"):
+        inscript.parse_release(path)
+    path = _write_release(tmp_path, "h.json", [1])
+    with pytest.raises(DataError, match=r"h.json: expected an object"):
+        inscript.parse_release(path)
 
 
 # ----------------------------------------------------------------------------- real mirror
@@ -61,8 +201,11 @@ def _per_split(norm):
 def test_fetch_takes_train_dev_and_sample_only(real):
     fetched, norm, docs, _ = real
     got = [k for k, v in fetched.items() if v is not None]
-    assert len(got) == 2 + 728 + 10
+    assert len(got) == 2 + 728 + 10 + 2  # + Modi et al.'s split and the targets' sample
     assert sum(1 for k in got if k.startswith("sample_test/")) == 10
+    assert sorted(k for k in got if k.startswith("modi2017/")) == [
+        "modi2017/dataSplit.json", "modi2017/humanPredictions.sample.json"]  # fmt: skip
+    assert fetched["modi2017/humanPredictions.json"] is None  # held back from the mirror
     assert any("used 10 sample stories" in n for n in norm.notes)
     assert any("172 test stories not available" in n for n in norm.notes)
 

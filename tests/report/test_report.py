@@ -509,6 +509,74 @@ def test_entitynlm_tables_2_and_3_beside_the_paper(tmp_path, metrics, spec):
                        "rerank_handmade_f1": {"ours": 62.5, "paper": 64.04}}  # fmt: skip
 
 
+def test_table3_has_the_human_row_the_rich_shallow_row_and_the_slot_set(tmp_path, metrics):
+    """Issue #56.2-3: InScript's test sample scored on Modi et al.'s released targets: the
+    human majority on Table 3's line 5, the rich shallow ranker as a row of ours after the
+    paper's, and a line saying which test slots were scored and how the rule compares."""
+    root = tmp_path / "enlm"
+
+    def acc(a, n=211):
+        return {"dev": {"accuracy": a - 0.01, "n": 1708},
+                "test_sample": {"accuracy": a, "n": n, "correct": round(n * a)}}  # fmt: skip
+
+    comparison = {
+        "documents": 10,
+        "released": 211,
+        "unmatched": 0,
+        "rule": 216,
+        "rule_misses": 0,
+        "rule_extra": 5,
+    }
+    _write(
+        root / "entity_prediction" / "inscript.json",
+        {
+            "corpus": "inscript",
+            "accuracy": {
+                "always_new": acc(0.3555),
+                "shallow": acc(0.4265),
+                "shallow-rich": acc(0.5592),
+                "human": {"test_sample": {"accuracy": 0.7678, "n": 211}},
+            },
+            "test_slots": {
+                "set": "released",
+                "file": "humanPredictions.sample.json",
+                "comparison": comparison,
+                "human": {"ties": 5, "unmapped": 10},
+            },
+        },
+    )
+    _write(root / "entity_prediction" / "synthetic.json",
+           {"corpus": "synthetic", "accuracy": {"always_new": {"test": {"accuracy": 0.5, "n": 4}}},
+            "test_slots": {"set": "rule", "why": "no release"}})  # fmt: skip
+    text = _build(tmp_path, {**metrics, "entitynlm": str(root / "train_entitynlm")})
+    t3 = text.split("Table 3 — entity prediction", 1)[1].split("\n## ", 1)[0]
+    assert "| Human prediction | `human` | 76.78 (n=211, test_sample) (77.35) | — (77.35) |" in t3
+    assert "| Baseline: shallow features | `shallow` | 42.65 (n=211, test_sample) (45.34) |" in t3
+    rich = _line(t3, "| (ours) Shallow features, rich")
+    assert rich.endswith("| `shallow-rich` | 55.92 (n=211, test_sample) (—) | — (—) |")
+    assert (
+        "`inscript` test slots: Modi et al.'s released targets (humanPredictions.sample.json: "
+        "211 targets in 10 stories, 0 in no gold mention); the rule picks 216 there, "
+        "missing 0 and adding 5. Human majority: 5 tied votes (first listed wins)."
+    ) in t3
+    assert (
+        "`synthetic` test slots: the rule (tasks/evaluation/entity_prediction.py; no release)" in t3
+    )
+    glance = text.split("## At a glance: what this run measured", 1)[1].split("\n## ", 1)[0]
+    assert "| `human` on inscript | test accuracy % | 76.78 | 77.35 |" in glance
+    assert "| `shallow-rich` on inscript | test accuracy % | 55.92 | — |" in glance
+
+
+def test_ours_rows_need_a_label_and_a_model(tmp_path):
+    raw = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+    table = next(t for t in raw["tables"] if t["id"] == "entitynlm-prediction")
+    table["ours_rows"] = [{"label": "x"}]
+    bad = tmp_path / "spec.yaml"
+    bad.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(DataError, match=r"ours_rows\[0\]: needs label and model"):
+        report.load_spec(bad, SECTIONS)
+
+
 def test_babi_dev_error_over_seeds_beside_the_paper(tmp_path, metrics, spec):
     """Issue #15.4: per task, the seeds' dev error as mean ± sd (the test cells are one pick
     on 10-question samples), with the mean over tasks, failed count and the budget."""
