@@ -14,6 +14,8 @@ sd of the per-seed paired differences over the seeds both records have. The stat
 - `single seed`: fewer than two paired seeds, which carry no direction claim;
 - `reproduced (direction)`: our mean difference has the paper's sign and exceeds its sd;
 - `not reproduced`: the opposite sign, beyond its sd; `inconclusive`: within one sd.
+Where no seed pairs but both sides state a mean (and one of them an sd over seeds), the
+difference of the means with the sd of that difference decides the same way ("unpaired means").
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Claim:
     records: str  # record id pattern, {model} and {column} filled in
     metric: str  # the record's metric
     items: dict[str, str] = field(default_factory=dict)  # model key -> record item, if other
+    differs: str = ""  # how our records' protocol or data differ from the paper's, in a line
 
 
 def parse_claims(spec: Mapping[str, Any], where: str) -> list[Claim]:
@@ -100,34 +103,99 @@ def status(paper_diff: float | None, diffs: Sequence[float]) -> tuple[str, str]:
     return shown, "reproduced (direction)" if same else "not reproduced"
 
 
+@dataclass(frozen=True)
+class ClaimFigures:
+    """A claim's figures: the paper's a, b and b − a; ours per seed; our difference and
+    status (status()); the record of b's first column and every record read."""
+
+    paper_a: float | None
+    paper_b: float | None
+    paper_diff: float | None
+    diffs: list[float]  # per paired seed, b − a
+    unpaired: tuple[float, float] | None  # (mean difference, its sd) when no seed pairs
+    shown: str
+    status: str
+    first: Mapping[str, Any] | None
+    record_ids: list[str]
+
+
+def _unpaired(
+    a: Mapping[str, Any], b: Mapping[str, Any], metric: str
+) -> tuple[float, float] | None:
+    """b's mean − a's mean with the sd of that difference, from stated means (a seedless
+    baseline, a figure stated as mean ± sd: a missing sd counts as 0, i.e. deterministic)."""
+    ma, mb = (r["metrics"][metric] for r in (a, b))
+    if ma.get("mean") is None or mb.get("mean") is None:
+        return None
+    if max(ma.get("n") or 0, mb.get("n") or 0) < 2:
+        return None
+    sd = ((ma.get("sd") or 0.0) ** 2 + (mb.get("sd") or 0.0) ** 2) ** 0.5
+    return mb["mean"] - ma["mean"], sd
+
+
+def claim_figures(claim: Claim, table: Mapping[str, Any],
+                  records: Mapping[str, Mapping[str, Any]]) -> ClaimFigures:  # fmt: skip
+    pa, pb = paper_value(table, claim.a, claim.column), paper_value(table, claim.b, claim.column)
+    paper_diff = None if pa is None or pb is None else pb - pa
+    columns = table.get("columns", []) if claim.column == "avg" else [claim.column]
+    ids = {m: [claim.records.format(model=claim.items.get(m, m), column=c) for c in columns]
+           for m in (claim.a, claim.b)}  # fmt: skip
+    a, b = (our_seeds(claim, m, columns, records) for m in (claim.a, claim.b))
+    first = records.get(ids[claim.b][0]) if columns else None
+    found = [i for m in (claim.a, claim.b) for i in ids[m] if i in records]
+    if a is None or b is None:
+        return ClaimFigures(pa, pb, paper_diff, [], None, DASH, "no record", first, found)
+    paired = [b[s] - a[s] for s in a if s in b]
+    shown, state = status(paper_diff, paired)
+    unpaired = None
+    if not paired:  # both recorded, no seed in common
+        state = "no paired seeds"
+        if len(columns) == 1:
+            unpaired = _unpaired(records[ids[claim.a][0]], records[ids[claim.b][0]], claim.metric)
+        if unpaired is not None:
+            mean, sd = unpaired
+            shown = f"{_fmt(mean)} ± {sd:.2f} (unpaired means)"
+            if paper_diff is not None and abs(mean) > sd:
+                same = (mean > 0) == (paper_diff > 0)
+                state = "reproduced (direction)" if same else "not reproduced"
+            elif paper_diff is not None:
+                state = "inconclusive"
+    return ClaimFigures(pa, pb, paper_diff, paired, unpaired, shown, state, first, found)
+
+
 def claim_row(claim: Claim, tables: Mapping[str, Mapping[str, Any]],
               records: Mapping[str, Mapping[str, Any]],
               papers: Mapping[str, Mapping[str, Any]]) -> list[str]:  # fmt: skip
     table = tables.get(claim.table)
     if table is None:
         raise CorefreproError(f"claims {claim.id}: no table {claim.table!r} in paper_results.yaml")
-    pa, pb = paper_value(table, claim.a, claim.column), paper_value(table, claim.b, claim.column)
-    paper_diff = None if pa is None or pb is None else pb - pa
-    columns = table.get("columns", []) if claim.column == "avg" else [claim.column]
-    a, b = (our_seeds(claim, m, columns, records) for m in (claim.a, claim.b))
-    b_item = claim.items.get(claim.b, claim.b)
-    first = records.get(claim.records.format(model=b_item, column=columns[0])) if columns else None
-    if a is None or b is None:
-        ours, state, where = DASH, "no record", DASH
-    else:
-        paired = [b[s] - a[s] for s in a if s in b]
-        ours, state = status(paper_diff, paired)
-        if not paired:  # both recorded, no seed in common (a seedless baseline, a stated mean)
-            state = "no paired seeds"
+    got = claim_figures(claim, table, records)
+    first, where = got.first, DASH
+    if first is not None and got.status != "no record":
         metric = first["metrics"][claim.metric]
         corpora = first["data"].get("corpora") or ", ".join(sorted(first["data"])) or DASH
         where = (f"{corpora}; {metric['split']} ({metric['split_size'] or DASH}), "
                  f"{first['scale'] or DASH}")  # fmt: skip
-    paper = DASH if paper_diff is None else f"{pa:g} → {pb:g} ({_fmt(paper_diff)})"
+    paper = DASH if got.paper_diff is None else (
+        f"{got.paper_a:g} → {got.paper_b:g} ({_fmt(got.paper_diff)})")  # fmt: skip
     source = " (transcribed, no run)" if first and first.get("source") != "run" else ""
-    paper_name = papers.get(table.get("paper"), {}).get("short", table.get("paper"))
+    paper_info = papers.get(table.get("paper"), {})
+    paper_name = paper_info.get("short", table.get("paper"))
+    links = _links(got.record_ids)
+    notes = f"[protocol](../{paper_info['docs']})" if paper_info.get("docs") else DASH
     return [claim.claim, f"{paper_name}, {table.get('table')}, {claim.column}", claim.metric,
-            paper, ours + source, where, state]  # fmt: skip
+            paper, got.shown + source, where, claim.differs or DASH, got.status,
+            f"{links}; {notes}"]  # fmt: skip
+
+
+def _links(record_ids: Sequence[str]) -> str:
+    """The records read: each linked, or their folder when there are many (an average)."""
+    if not record_ids:
+        return DASH
+    if len(record_ids) > 2:
+        folders = sorted({i.rsplit("/", 1)[0] for i in record_ids})
+        return ", ".join(f"[{f}/ ({len(record_ids)} records)](../results/{f}/)" for f in folders)
+    return ", ".join(f"[{i.rsplit('/', 1)[1]}](../results/{i}.json)" for i in record_ids)
 
 
 def claims_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]],
@@ -138,7 +206,8 @@ def claims_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, A
         return []
     tables = {t["id"]: t for t in spec.get("tables", [])}
     header = ["claim", "paper table", "metric", "paper: a → b (b − a)",
-              "ours: b − a, mean ± sd", "our data; split (size), scale", "status"]  # fmt: skip
+              "ours: b − a, mean ± sd", "our data; split (size), scale",
+              "how ours differs from the paper's protocol", "status", "records; notes"]  # fmt: skip
     lines = [
         "## The papers' claims",
         "",

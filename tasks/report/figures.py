@@ -9,7 +9,9 @@ input rewrites the same bytes.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +20,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 
 from tasks.core.storage import atomic_path  # noqa: E402
-from tasks.report.common import Measured  # noqa: E402
 
 METADATA = {"Software": None}  # no matplotlib version string: same bytes across upgrades
 # the dev metric drawn per family, from the shared loop's history.json rows
@@ -32,22 +33,65 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def ours_vs_paper(rows: Sequence[Measured], path: Path) -> Path | None:
-    """Paired bars per measured number: ours beside the paper's (the paper's hatched)."""
-    rows = [r for r in rows if r.ours is not None]
-    if not rows:
+@dataclass(frozen=True)
+class ClaimPoint:
+    """One claim as the figure draws it: the paper's b − a, ours (mean, sd or None)."""
+
+    label: str
+    metric: str  # the panel: one metric, one unit
+    better: str  # higher | lower
+    paper: float | None
+    ours: float | None
+    sd: float | None
+
+
+def claims_vs_paper(points: Sequence[ClaimPoint], path: Path) -> Path | None:
+    """The claims' differences b − a, ours (mean ± sd over seeds) beside the paper's, one
+    panel per metric so each axis has one unit; what "better" means is in its label."""
+    points = [p for p in points if p.ours is not None]
+    if not points:
         return None
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
-    ys = range(len(rows))
-    ax.barh([y + 0.2 for y in ys], [r.ours for r in rows], height=0.4, label="ours")
-    paper = [(y, r.paper) for y, r in zip(ys, rows, strict=True) if r.paper is not None]
-    if paper:
-        ax.barh([y - 0.2 for y, _ in paper], [v for _, v in paper], height=0.4, hatch="//",
-                fill=False, label="paper")  # fmt: skip
-    ax.set_yticks(list(ys), [f"{r.family}: {r.key()}" for r in rows], fontsize=7)
-    ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("Ours vs the papers (each bar in its row's metric)", fontsize=9)
+    metrics = sorted({p.metric for p in points})
+    heights = [sum(p.metric == m for p in points) for m in metrics]
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(8, 0.5 * sum(heights) + 1.2 * len(metrics)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)  # fmt: skip
+    for ax, metric in zip(axes[:, 0], metrics, strict=True):
+        mine = [p for p in points if p.metric == metric]
+        ys = list(range(len(mine)))
+        ax.errorbar([p.ours for p in mine], ys, xerr=[p.sd or 0.0 for p in mine], fmt="o",
+                    capsize=3, label="ours (mean ± sd over seeds)")  # fmt: skip
+        paper = [(y, p.paper) for y, p in zip(ys, mine, strict=True) if p.paper is not None]
+        ax.scatter([v for _, v in paper], [y for y, _ in paper], marker="x", color="black",
+                   label="paper", zorder=3)  # fmt: skip
+        ax.axvline(0.0, color="grey", linewidth=0.8)
+        ax.set_yticks(ys, [p.label for p in mine], fontsize=7)
+        ax.set_ylim(-0.7, len(mine) - 0.3)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"b − a in {metric} ({mine[0].better} is better)", fontsize=8)
+        ax.legend(fontsize=7, loc="best")
+    axes[0][0].set_title("The papers' claims on real data: our difference beside the paper's",
+                         fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def quality_curve(title: str, metric: str, series: Mapping[str, Sequence], path: Path
+                  ) -> Path | None:  # fmt: skip
+    """A reader's error against its coreference's CoNLL F1: a line per task, mean ± sd over
+    seeds at each corruption level (series: task -> [(F1, seed -> error, record id)])."""
+    drawn = {t: pts for t, pts in series.items() if len(pts) > 1}
+    if not drawn:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for task, pts in drawn.items():
+        pts = sorted(pts, key=lambda p: p[0])
+        means = [statistics.fmean(v.values()) if v else float("nan") for _, v, _ in pts]
+        sds = [statistics.stdev(v.values()) if len(v) > 1 else 0.0 for _, v, _ in pts]
+        ax.errorbar([p[0] for p in pts], means, yerr=sds, marker="o", capsize=3, label=task)
+    ax.set(xlabel="CoNLL F1 % of the coreference links against the annotation",
+           ylabel=f"{metric} % (lower is better)", title=title)  # fmt: skip
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -56,8 +56,16 @@ STAGE_METRICS = {
     "train_coref": [_pct("dev_conll_f1", "dev.conll_f1", "higher", "dev", "dev.documents"),
                     _pct("test_conll_f1", "test.conll_f1", "higher", "test", "test.documents")],
 }  # fmt: skip
+# a graph variant's coreference scored against its annotation (metrics/graphs/<name>.json),
+# one "seed": the corruption's (graphs.ablations.<name>.corrupt_seed)
+STAGE_METRICS["graphs_ablation"] = [
+    MetricSpec(f"{m}_f1" if m != "conll" else "conll_f1",
+               f"coreference_against_annotation.{m}_f1", 1.0, "%", "higher", "all", None)
+    for m in ("conll", "muc", "bcub", "ceafe")
+]  # fmt: skip
 PAPERS = {"train_mage": "Dhingra et al. 2018 (MAGE-GRU)",
-          "train_coref": "Luo & Glass 2018 (cross-sentence coreference)"}  # fmt: skip
+          "train_coref": "Luo & Glass 2018 (cross-sentence coreference)",
+          "graphs_ablation": "beyond the papers (corrupted coreference)"}  # fmt: skip
 
 
 def _at(obj: Any, dotted: str) -> Any:
@@ -69,7 +77,10 @@ def _at(obj: Any, dotted: str) -> Any:
 
 
 def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
-    """seed -> its metrics.json (+ its timings), of every seed folder of the item."""
+    """seed -> its metrics.json (+ its timings), of every seed folder of the item; a graph
+    variant: its one metrics file under its corruption seed."""
+    if stage == "graphs_ablation":
+        return _graph_metrics(root, item)
     folder = root / "artifacts" / stage / item
     seeds = sorted(folder.glob("seed*/metrics.json")) if folder.is_dir() else []
     if not seeds:
@@ -82,6 +93,16 @@ def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]
             metrics.update(json.loads(timings.read_text()))
         out[path.parent.name.removeprefix("seed")] = metrics
     return out
+
+
+def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
+    from tasks.graphs.stage import ablation_entry, graph_settings
+
+    path = root / "metrics" / "graphs" / f"{item}.json"
+    if not path.is_file():
+        raise CorefreproError(f"{path}: missing: run `dvc repro graphs_ablation@{item}` first")
+    entry = ablation_entry(graph_settings(), item)
+    return {str(entry.corrupt_seed): json.loads(path.read_text())}
 
 
 def overrides(root: Path) -> list[str]:

@@ -35,8 +35,8 @@ def test_a_claim_reads_the_papers_table_and_our_paired_seed_differences():
     (row, avg) = _rows(records)
     assert row[1] == "Paper, Table 1, qa2" and row[3] == "60 → 2 (-58.00)"
     assert row[4] == "-53.00 ± 5.66 (2 seeds)"  # seeds 1 and 2 only: paired
-    assert row[5] == "babi; dev (100), cpu" and row[6].startswith("reproduced (direction)")
-    assert avg[4] == "—" and avg[6].startswith("no record")  # qa1 has no record
+    assert row[5] == "babi; dev (100), cpu" and row[7].startswith("reproduced (direction)")
+    assert avg[4] == "—" and avg[7].startswith("no record")  # qa1 has no record
 
 
 def test_one_seed_carries_no_direction_and_the_opposite_sign_is_not_reproduced():
@@ -69,3 +69,19 @@ def test_the_committed_records_are_valid_and_every_claim_names_a_table():
     spec = build.load_spec(resolve_path("tasks/report/paper_results.yaml"), secs)
     lines = claims_section(spec, load_records(resolve_path("results")), "paper_results.yaml")
     assert lines[0] == "## The papers' claims" and len(spec["claims"]) >= 10
+
+
+def test_a_claim_links_its_records_and_says_how_ours_differs():
+    records = {"x/a-qa2": _record({"1": 50.0, "2": 60.0}), "x/b-qa2": _record({"1": 1.0, "2": 3.0})}
+    (row, _avg) = _rows(records)
+    assert row[-1].startswith("[a-qa2](../results/x/a-qa2.json), [b-qa2](../results/x/b-qa2.json)")
+
+
+def test_stated_means_without_common_seeds_are_compared_unpaired():
+    from tasks.report.claims import _unpaired
+
+    a = {"metrics": {"m": {"mean": 10.0, "sd": None, "n": 1}}}  # a seedless baseline
+    b = {"metrics": {"m": {"mean": 4.0, "sd": 1.0, "n": 3}}}
+    assert _unpaired(a, b, "m") == (-6.0, 1.0)
+    one = {"metrics": {"m": {"mean": 4.0, "sd": None, "n": 1}}}
+    assert _unpaired(a, one, "m") is None  # two single figures carry no direction claim

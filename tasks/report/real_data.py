@@ -1,0 +1,270 @@
+"""The report's real-data sections, every figure from a results record (results/, issue #55):
+a paper table rebuilt from its records (MAGE Table 1: per-task errors, the mean and failed-task
+count beside the paper's), the studies beyond the papers (the gain against coreference
+quality, #58.5), and an index of every record with its link.
+
+Why a module of its own: the family sections below render the run in this workspace (the
+embedded default's smoke run); these sections never read it, so a real-data figure cannot be
+confused with a pipeline check.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.core.errors import CorefreproError
+from tasks.report.claims import paper_value
+from tasks.report.common import DASH, _md_table, fmt, fold
+
+RECORDS_LINK = "../results"  # results/ from reports/results.md
+
+
+def record_link(record_id: str, text: str | None = None) -> str:
+    return f"[{text or record_id}]({RECORDS_LINK}/{record_id}.json)"
+
+
+def mean_sd(per_seed: Mapping[str, float]) -> str:
+    """ "m ± sd (n)" over the seeds' values; one seed: "m (1 seed)"."""
+    values = [v for v in per_seed.values() if v is not None]
+    if not values:
+        return DASH
+    if len(values) == 1:
+        return f"{values[0]:.1f} (1 seed)"
+    return f"{statistics.fmean(values):.1f} ± {statistics.stdev(values):.1f} ({len(values)})"
+
+
+def seeds_of(record: Mapping[str, Any] | None, metric: str) -> dict[str, float]:
+    entry = (record or {}).get("metrics", {}).get(metric) or {}
+    return {s: v for s, v in (entry.get("per_seed") or {}).items() if v is not None}
+
+
+# ------------------------------------------------------------------- a paper table, rebuilt
+
+
+@dataclass(frozen=True)
+class TableRecords:
+    """paper_results.yaml tables[].records: which records hold our figures of the table."""
+
+    pattern: str  # record id with {model} and {column}
+    models: list[str]  # model keys of the table's rows, in the order shown
+    metrics: list[str] = field(default_factory=lambda: ["dev_error", "test_error"])
+
+
+def table_records(table: Mapping[str, Any]) -> TableRecords | None:
+    spec = table.get("records")
+    if spec is None:
+        return None
+    try:
+        return TableRecords(**spec)
+    except TypeError as exc:
+        raise CorefreproError(
+            f"paper_results.yaml table {table.get('id')}: records: {exc}"
+        ) from None
+
+
+def _per_seed_over_columns(by_column: Mapping[str, Mapping[str, float]], limit: float | None
+                           ) -> tuple[dict[str, float], dict[str, float]]:  # fmt: skip
+    """seed -> mean over the columns, and seed -> failed count (> limit), over the seeds
+    every column has."""
+    seeds = set.intersection(*(set(v) for v in by_column.values())) if by_column else set()
+    means, failed = {}, {}
+    for seed in sorted(seeds, key=int):
+        values = [by_column[c][seed] for c in by_column]
+        means[seed] = statistics.fmean(values)
+        if limit is not None:
+            failed[seed] = float(sum(v > limit for v in values))
+    return means, failed
+
+
+def render_table_from_records(table: Mapping[str, Any], paper: Mapping[str, Any],
+                              records: Mapping[str, Mapping[str, Any]]) -> list[str]:  # fmt: skip
+    """A babi-kind paper table from its records: per column (task) each model's figures per
+    metric (mean ± sd over seeds), the paper's, then the mean and the failed count."""
+    spec = table_records(table)
+    if spec is None:
+        return []
+    columns = table.get("columns") or []
+    rows = {r.get("model"): r for r in table.get("rows", []) if r.get("model")}
+    limit = table.get("failed_above")
+    found = {(m, c): records.get(spec.pattern.format(model=m, column=c))
+             for m in spec.models for c in columns}  # fmt: skip
+    if not any(found.values()):
+        return []
+    header = ["task"] + [f"`{m}` {metric.replace('_', ' ')} %" for m in spec.models
+                         for metric in spec.metrics] + [f"paper `{m}`" for m in spec.models]  # fmt: skip
+    body = []
+    for column in columns:
+        cells = [column]
+        for model in spec.models:
+            record = found[(model, column)]
+            for metric in spec.metrics:
+                shown = mean_sd(seeds_of(record, metric))
+                cells.append(record_link(record["id"], shown) if record else DASH)
+        cells += [fmt(paper_value(table, m, column)) for m in spec.models]
+        body.append(cells)
+    for label, pick in (("mean over the tasks", 0), (f"failed tasks (> {limit:g} %)", 1)):
+        cells = [f"**{label}**"]
+        for model in spec.models:
+            for metric in spec.metrics:
+                by_column = {c: seeds_of(found[(model, c)], metric) for c in columns}
+                complete = all(by_column.values())
+                per_seed = _per_seed_over_columns(by_column, limit)[pick] if complete else {}
+                cells.append(mean_sd(per_seed))
+        key = "avg" if pick == 0 else "failed"
+        cells += [fmt(rows.get(m, {}).get(key)) for m in spec.models]
+        body.append(cells)
+    first = next(r for r in found.values() if r)
+    sizes = {metric: first["metrics"].get(metric, {}).get("split_size") for metric in spec.metrics}
+    return [
+        f"### {table['table']} of {paper.get('short', table.get('paper'))}, from the records: "
+        f"{table['title']}",
+        "",
+        f"Ours: mean ± sd over seeds (n) of each record ({first.get('preset')} preset, scale "
+        f"`{first.get('scale')}`; data {', '.join(sorted(first.get('data', {}))) or DASH}); "
+        f"split sizes per task: {', '.join(f'{m} {s}' for m, s in sizes.items())} items (the "
+        "mirror's test split is a sample). The mean and the failed count are taken per seed "
+        "over all the table's tasks, then over seeds. Paper: the test error of the seed with "
+        "the best dev accuracy of 10 (its protocol); ours averages the seeds instead.",
+        "",
+        *_md_table(header, body),
+        "",
+    ]
+
+
+# ------------------------------------------------------------------- a study beyond the papers
+
+
+@dataclass(frozen=True)
+class QualityStudy:
+    """paper_results.yaml studies[]: a reader's error against the quality of its coreference."""
+
+    id: str
+    title: str
+    tasks: list[str]
+    levels: list[str]  # corruption names, e.g. drop10 (the order shown)
+    records: str  # the reader's record id, {level} and {task} filled in
+    clean: str  # the same reader on the uncorrupted links (p = 0), {task}
+    quality: str  # the corrupted links' score record, {level}
+    reference: str | None = None  # the reader without coreference, {task}
+    metric: str = "dev_error"
+    quality_metric: str = "conll_f1"
+    note: str = ""
+
+
+def parse_studies(spec: Mapping[str, Any]) -> list[QualityStudy]:
+    studies = []
+    for i, entry in enumerate(spec.get("studies") or []):
+        try:
+            studies.append(QualityStudy(**entry))
+        except TypeError as exc:
+            raise CorefreproError(f"paper_results.yaml studies[{i}]: {exc}") from None
+    return studies
+
+
+def _mode(level: str) -> str:
+    """drop25 -> drop: a series per kind of corruption."""
+    return level.rstrip("0123456789")
+
+
+def study_points(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]
+                 ) -> dict[str, list[tuple[float, dict[str, float], str]]]:  # fmt: skip
+    """ "<task>, <mode>" -> [(the links' CoNLL F1, seed -> error, record id)], each series
+    from p = 0 (F1 100) through its corruption levels."""
+    out: dict[str, list] = {}
+    for task in study.tasks:
+        clean = records.get(study.clean.format(task=task))
+        start = [(100.0, seeds_of(clean, study.metric), clean["id"])] if clean else []
+        for level in study.levels:
+            reader = records.get(study.records.format(level=level, task=task))
+            f1 = seeds_of(records.get(study.quality.format(level=level)), study.quality_metric)
+            series = out.setdefault(f"{task}, {_mode(level)}", list(start))
+            if reader and f1:
+                series.append((statistics.fmean(f1.values()), seeds_of(reader, study.metric),
+                               reader["id"]))  # fmt: skip
+    return out
+
+
+def render_study(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    points = study_points(study, records)
+    if not any(len(p) > 1 for p in points.values()):
+        return []
+    header = ["coreference", "CoNLL F1 of the links %"] + [f"{t} {study.metric} %"
+                                                           for t in study.tasks]  # fmt: skip
+    body = [
+        ["annotation (p = 0)", "100.0"]
+        + [_cell(records.get(study.clean.format(task=t)), study.metric) for t in study.tasks]
+    ]
+    for level in study.levels:
+        f1 = seeds_of(records.get(study.quality.format(level=level)), study.quality_metric)
+        cells = [level, f"{statistics.fmean(f1.values()):.1f}" if f1 else DASH]
+        cells += [_cell(records.get(study.records.format(level=level, task=t)), study.metric)
+                  for t in study.tasks]  # fmt: skip
+        body.append(cells)
+    if study.reference:
+        body.append(["no coreference memory (reference)", DASH] + [
+            _cell(records.get(study.reference.format(task=t)), study.metric)
+            for t in study.tasks])  # fmt: skip
+    return [f"### {study.title}", "", " ".join(study.note.split()), "",
+            *_md_table(header, body), ""]  # fmt: skip
+
+
+def _cell(record: Mapping[str, Any] | None, metric: str) -> str:
+    return record_link(record["id"], mean_sd(seeds_of(record, metric))) if record else DASH
+
+
+# ------------------------------------------------------------------- every record
+
+
+def render_index(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Every record, a line each, folded: what it measured, its figures and its link."""
+    header = ["record", "paper, table, row", "figures: mean ± sd (n), split (size)", "source",
+              "scale"]  # fmt: skip
+    body = []
+    for rid, record in sorted(records.items()):
+        figures = "; ".join(
+            f"{name} {_stated(m)}, {m.get('split')} ({m.get('split_size') or DASH})"
+            for name, m in sorted(record.get("metrics", {}).items())
+        )
+        body.append([record_link(rid), f"{record.get('paper')}, {record.get('table')}, "
+                     f"{record.get('row')}", figures,
+                     "run" if record.get("source") == "run" else "transcribed, no run",
+                     record.get("scale") or DASH])  # fmt: skip
+    return fold(f"Every results record ({len(records)})", _md_table(header, body))
+
+
+def _stated(metric: Mapping[str, Any]) -> str:
+    mean, sd, n = metric.get("mean"), metric.get("sd"), metric.get("n")
+    if mean is None:
+        return DASH
+    return f"{mean:.2f}" + (f" ± {sd:.2f}" if sd is not None else "") + f" ({n})"
+
+
+def real_data_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]],
+                      figure_names: Mapping[str, str]) -> list[str]:  # fmt: skip
+    """The report's second section: real-data results from the records."""
+    if not records:
+        return []
+    lines = ["## Real-data results, from the records", "",
+             "Every figure here is a results record in `results/` (its link): the runs, commit, "
+             "settings, data digests and host that made it. None comes from this workspace's "
+             "run.", ""]  # fmt: skip
+    papers = spec.get("papers", {})
+    for table in spec.get("tables", []):
+        lines += render_table_from_records(table, papers.get(table.get("paper"), {}), records)
+    for study in parse_studies(spec):
+        lines += render_study(study, records)
+    for title, name in figure_names.items():
+        lines += [f"![{title}]({name})", ""]
+    return [*lines, *render_index(records), ""]
+
+
+def study_series(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]]
+                 ) -> list[tuple[QualityStudy, Mapping[str, Sequence]]]:  # fmt: skip
+    """What the study figures draw: each study with its points per task."""
+    return [(s, study_points(s, records)) for s in parse_studies(spec)]
+
+
+__all__ = ["real_data_section", "record_link", "study_series", "table_records"]
