@@ -32,6 +32,7 @@ from typing import Any
 
 from tasks.core import numerics
 from tasks.core.config import REPO_ROOT
+from tasks.core.errors import CorefreproError, first_line
 from tasks.core.settings import bounded, load_stage_settings
 from tasks.core.storage import secondary_process
 
@@ -606,9 +607,16 @@ def log_file(path: str | os.PathLike[str], artifact_path: str | None = None) -> 
 
 # --------------------------------------------------------------------------- gathering stores
 
-COPIED_FROM = "corefrepro.copied_from"  # tag of a copied run: the source run's id
+COPIED_FROM = "corefrepro.copied_from"  # tag of a finished copy: the source run's id
+# tag of a copy under way (written first): a copy holding it but not COPIED_FROM was cut short
+# (killed mid-copy) and is replaced by the next copy (issue #59 row 1)
+COPYING_FROM = "corefrepro.copying_from"
 METRICS_PER_BATCH = 1000  # MLflow's log_batch limits (metrics; params below)
 PARAMS_PER_BATCH = 100
+
+
+class StoreError(CorefreproError):
+    """A store copy-runs cannot read (not an MLflow store, corrupt, unreachable): one line."""
 
 
 @dataclass
@@ -618,6 +626,7 @@ class CopyReport:
     copied: int = 0
     already: int = 0  # copied before (or the source is the destination)
     running: int = 0  # not finished: left for a later copy, so that no partial copy sticks
+    replaced: int = 0  # partial copies of an interrupted copy-runs, deleted and copied again
 
 
 def source_uri(source: str) -> str:
@@ -634,6 +643,50 @@ def source_uri(source: str) -> str:
     return f"sqlite:///{path}"
 
 
+# tables every MLflow store has, whatever its schema version
+STORE_TABLES = {"experiments", "runs", "metrics", "alembic_version"}
+
+
+@contextlib.contextmanager
+def _read_only_source(uri: str) -> Iterator[str]:
+    """The URI copy_runs reads `uri` through, the source never written: MLflow's client
+    creates and migrates a store it opens (a zero-byte mlflow.db became a 1 MB empty store),
+    so a sqlite source is opened read-only (sqlite's mode=ro), checked to be a store, and read
+    from a snapshot taken with sqlite's backup API; a server is checked to answer first (the
+    stages' check_server: one line in seconds instead of minutes of retries)."""
+    import sqlite3
+    import tempfile
+
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        try:
+            check_server(uri)
+        except ServerUnreachable as exc:
+            raise StoreError(str(exc)) from None
+        yield uri
+        return
+    path = uri[len(prefix) :]
+    try:
+        con = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot be opened read-only ({first_line(exc)})") from None
+    with contextlib.closing(con), tempfile.TemporaryDirectory(prefix="copy-runs-") as tmp:
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not STORE_TABLES <= tables:
+                size = Path(path).stat().st_size
+                raise StoreError(f"{path}: not an MLflow store ({size} bytes, no "
+                                 f"{', '.join(sorted(STORE_TABLES - tables))} table); "
+                                 "nothing copied, the file is left as it was")  # fmt: skip
+            snapshot = Path(tmp) / "mlflow.db"
+            with contextlib.closing(sqlite3.connect(snapshot)) as copy:
+                con.backup(copy)
+        except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed"
+            raise StoreError(f"{path}: not a readable MLflow store ({first_line(exc)}); "
+                             "nothing copied, the file is left as it was") from None  # fmt: skip
+        yield f"{prefix}{snapshot}"
+
+
 def copy_runs(source: str) -> CopyReport:
     """Copy every finished run of the store `source` into the project's store (tracking_uri()),
     experiment by experiment under the same names: tags, parameters, whole metric histories
@@ -642,28 +695,38 @@ def copy_runs(source: str) -> CopyReport:
     For runs made in side-by-side workspaces (training lanes, a second machine) that each
     logged to their own mlflow.db. mlflow-export-import 1.2.0, the ecosystem's tool for this,
     fails on MLflow 3.17's stores (its import creates the experiment twice). A copy is tagged
-    COPIED_FROM with the source run's id, so copying again adds only the new runs.
+    COPIED_FROM with the source run's id once its metrics, artifacts and status are in, so
+    copying again adds only the new runs, and replaces a copy an interrupted copy-runs left
+    half done (tagged COPYING_FROM only). The source is only read (_read_only_source).
     """
     from mlflow.tracking import MlflowClient
 
-    source_client = MlflowClient(tracking_uri=source_uri(source))
     report = CopyReport()
-    for experiment in source_client.search_experiments():
-        runs = _all_runs(source_client, experiment.experiment_id)
-        if not runs:
-            continue
-        dest_experiment = _experiment(experiment.name)
-        dest = MlflowClient(tracking_uri=tracking_uri())
-        there = _all_runs(dest, dest_experiment)
-        present = {r.data.tags.get(COPIED_FROM) for r in there} | {r.info.run_id for r in there}
-        for run in runs:
-            if run.info.status == "RUNNING":
-                report.running += 1
-            elif run.info.run_id in present:
-                report.already += 1
-            else:
-                _copy_run(source_client, dest, run, dest_experiment)
-                report.copied += 1
+    with _read_only_source(source_uri(source)) as uri:
+        source_client = MlflowClient(tracking_uri=uri)
+        for experiment in source_client.search_experiments():
+            runs = _all_runs(source_client, experiment.experiment_id)
+            if not runs:
+                continue
+            dest_experiment = _experiment(experiment.name)
+            dest = MlflowClient(tracking_uri=tracking_uri())
+            there = _all_runs(dest, dest_experiment)
+            present = {r.data.tags.get(COPIED_FROM) for r in there} | {r.info.run_id for r in there}
+            partial = {}
+            for r in there:
+                if COPYING_FROM in r.data.tags and COPIED_FROM not in r.data.tags:
+                    partial.setdefault(r.data.tags[COPYING_FROM], []).append(r.info.run_id)
+            for run in runs:
+                if run.info.status == "RUNNING":
+                    report.running += 1
+                elif run.info.run_id in present:
+                    report.already += 1
+                else:
+                    for stale in partial.get(run.info.run_id, []):
+                        dest.delete_run(stale)
+                        report.replaced += 1
+                    _copy_run(source_client, dest, run, dest_experiment)
+                    report.copied += 1
     return report
 
 
@@ -685,7 +748,8 @@ def _copy_run(source: Any, dest: Any, run: Any, experiment_id: str) -> None:
     from mlflow.entities import Param
 
     info, data = run.info, run.data
-    tags = {**data.tags, COPIED_FROM: info.run_id}
+    tags = {k: v for k, v in data.tags.items() if k != COPIED_FROM}
+    tags[COPYING_FROM] = info.run_id
     new = dest.create_run(experiment_id, start_time=info.start_time, tags=tags,
                           run_name=info.run_name).info.run_id  # fmt: skip
     params = [Param(k, v) for k, v in data.params.items()]
@@ -701,6 +765,7 @@ def _copy_run(source: Any, dest: Any, run: Any, experiment_id: str) -> None:
             local = source.download_artifacts(info.run_id, "", tmp)
             dest.log_artifacts(new, local)
     dest.set_terminated(new, status=info.status, end_time=info.end_time)
+    dest.set_tag(new, COPIED_FROM, info.run_id)  # last: the copy is whole
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -720,12 +785,18 @@ def main(argv: list[str] | None = None) -> int:
     for source in args.sources:
         try:
             report = copy_runs(source)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, CorefreproError, ServerUnreachable) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except Exception as exc:  # noqa: BLE001 - the destination store failing: one line
+            print(f"error: copy-runs {source} -> {tracking_uri()}: {type(exc).__name__}: "
+                  f"{first_line(exc)}", file=sys.stderr)  # fmt: skip
+            return 2
+        replaced = f", {report.replaced} partial copies replaced" if report.replaced else ""
         log.info("%s -> %s: %d runs copied, %d there already, %d not finished (RUNNING: "
-                 "copied once they end)",
-                 source, tracking_uri(), report.copied, report.already, report.running)  # fmt: skip
+                 "copied once they end)%s",
+                 source, tracking_uri(), report.copied, report.already, report.running,
+                 replaced)  # fmt: skip
     return 0
 
 

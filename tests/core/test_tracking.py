@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import time
 from pathlib import Path
 
 import pytest
@@ -346,3 +348,108 @@ def test_dirty_means_a_source_or_settings_edit_not_the_pipelines_outputs(tmp_pat
     assert not git_sha(tmp_path).endswith("-dirty")
     (tmp_path / "params.yaml").write_text("y\n")
     assert git_sha(tmp_path).endswith("-dirty")
+
+
+def _lane_and_main(tmp_path, monkeypatch) -> tuple[str, str]:
+    """A lane's store holding one finished run (3 metric points, an artifact), and the
+    project's store (the destination, MLFLOW_TRACKING_URI) as yet empty."""
+    from tasks.core import tracking
+
+    def store(name: str) -> str:
+        monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+            artifacts=str(tmp_path / name / "mlartifacts")))  # fmt: skip
+        (tmp_path / name).mkdir(exist_ok=True)
+        uri = f"sqlite:///{tmp_path / name / 'mlflow.db'}"
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        return uri
+
+    lane = store("lane")
+    (tmp_path / "metrics.json").write_text('{"test": 0.5}')
+    with tracked_run_for_test("toy-syn1", seed=1):
+        for epoch, acc in enumerate([0.2, 0.4, 0.3], start=1):
+            tracking.log_metrics({"dev_acc": acc}, step=epoch)
+        tracking.log_file(tmp_path / "metrics.json")
+    return lane, store("main")
+
+
+def test_a_copy_cut_short_is_replaced_by_the_next_copy(tmp_path, monkeypatch):
+    """Issue #59 row 1: copy-runs killed mid-copy left the run RUNNING with part of its data,
+    tagged as copied (the tag was written at create time): every later copy skipped it."""
+    from mlflow.tracking import MlflowClient
+
+    from tasks.core import tracking
+
+    lane, main_uri = _lane_and_main(tmp_path, monkeypatch)
+    real = MlflowClient.log_artifacts
+
+    def killed(self, *args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C (or a kill) after the metrics, before the artifacts
+
+    monkeypatch.setattr(MlflowClient, "log_artifacts", killed)
+    with pytest.raises(KeyboardInterrupt):
+        tracking.copy_runs(lane)
+    (partial,) = _runs(main_uri, "train_mage")
+    assert partial.info.status == "RUNNING" and tracking.COPIED_FROM not in partial.data.tags
+
+    monkeypatch.setattr(MlflowClient, "log_artifacts", real)
+    assert tracking.copy_runs(lane) == tracking.CopyReport(copied=1, replaced=1)
+    (copy,) = _runs(main_uri, "train_mage")
+    assert copy.info.run_id != partial.info.run_id and copy.info.status == "FINISHED"
+    dest = MlflowClient(main_uri)
+    assert [m.value for m in dest.get_metric_history(copy.info.run_id, "dev_acc")] == [
+        0.2, 0.4, 0.3]  # fmt: skip
+    assert _artifacts(main_uri, copy.info.run_id) == ["metrics.json"]
+    assert tracking.copy_runs(lane) == tracking.CopyReport(already=1)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database, just some bytes" * 100],
+                         ids=["zero-bytes", "garbage"])  # fmt: skip
+def test_copy_runs_refuses_a_file_that_is_not_a_store_and_leaves_it_alone(
+    tmp_path, monkeypatch, capsys, content
+):
+    """Issue #59 rows 2-3: a zero-byte mlflow.db was initialised by MLflow as a store (0 ->
+    954,368 bytes) and copied from as '0 runs'; a corrupt one raised SQLAlchemy's traceback."""
+    from tasks.core import tracking
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'main.db'}")
+    source = tmp_path / "lane" / "mlflow.db"
+    source.parent.mkdir()
+    source.write_bytes(content)
+    before = source.stat()
+    start = time.monotonic()
+    assert tracking.main(["copy-runs", str(source.parent)]) == 2
+    assert time.monotonic() - start < 10
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {source}: not ")
+    assert "Traceback" not in err
+    after = source.stat()
+    assert source.read_bytes() == content and after.st_mtime_ns == before.st_mtime_ns
+    assert sorted(p.name for p in source.parent.iterdir()) == ["mlflow.db"]
+    assert not (tmp_path / "main.db").exists()  # nothing done to the destination either
+
+
+@pytest.mark.parametrize("server", ["refused", "silent"])
+def test_copy_runs_from_a_dead_server_is_one_line_in_seconds(server, tmp_path, monkeypatch,
+                                                             capsys):  # fmt: skip
+    """Issue #59 row 3: a source server that does not answer took 268 s of MLflow's retries,
+    then five tracebacks; the stages' own server check says so in one line."""
+    import socket
+
+    from tasks.core import tracking
+    from tests.conftest import free_port
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'main.db'}")
+    with contextlib.ExitStack() as stack:
+        if server == "refused":
+            uri = f"http://127.0.0.1:{free_port()}"
+        else:
+            silent = stack.enter_context(socket.socket())
+            silent.bind(("127.0.0.1", 0))
+            silent.listen()  # accepts, never answers
+            uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        start = time.monotonic()
+        assert tracking.main(["copy-runs", uri]) == 2
+        assert time.monotonic() - start < 10
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: tracking server {uri} ")
+    assert "is unreachable" in err
