@@ -9,13 +9,12 @@ from collections import Counter
 
 import pytest
 
-from tasks.annotation.runs import RunEntry
 from tasks.core import config, storage
-from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS
+from tasks.core.schema import GRAPHS
 from tasks.core.settings import ConfigError, parse_settings
 from tasks.graphs import stage
 from tasks.graphs.dags import Corruption, GraphError, build_graphs, corrupt_links
-from tests.graphs.test_order_span import _tables
+from tests.graphs.test_order_span import _tables, stage_workspace
 
 # one chain of four mentions (cluster 0) and one of two (cluster 1), in text order
 SPANS = [(0, 1, 0), (2, 3, 1), (4, 5, 0), (6, 7, 0), (8, 9, 1), (10, 11, 0)]
@@ -89,19 +88,7 @@ def test_the_settings_parse_strictly():
 
 
 def test_the_stage_scores_the_corrupted_links_against_the_annotation(tmp_path, monkeypatch):
-    docs, items, mentions, query_mentions = _tables(3)
-    root = tmp_path / "data"
-    storage.write_table(root / "docs" / f"{DOCUMENTS}.parquet", DOCUMENTS,
-                        [dict(docs[0], sentence_starts=[0, 6])])  # fmt: skip
-    storage.write_table(root / "docs" / f"{ITEMS}.parquet", ITEMS, items)
-    storage.write_table(root / "m" / f"{MENTIONS}.parquet", MENTIONS, mentions)
-    storage.write_table(root / "m" / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, query_mentions)
-    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("c", "a"))
-    monkeypatch.setattr(stage, "run_names", lambda: {"r"})
-    monkeypatch.setattr(stage, "docs_dir", lambda corpus: root / "docs")
-    monkeypatch.setattr(stage, "mentions_dir", lambda run: root / "m")
-    monkeypatch.setattr(stage, "graphs_dir", lambda run: root / "graphs" / run)
-    monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
+    root = stage_workspace(tmp_path, monkeypatch)
     cells = {"r-drop100": {"run": "r", "corpus": "c", "corrupt": "drop", "corrupt_rate": 1.0}}
     monkeypatch.setattr(config, "params", lambda section, path=None: {"ablations": cells})
     report = stage.build_ablation("r-drop100")

@@ -136,7 +136,9 @@ def test_settings_are_parsed_strictly():
         parse_settings(stage.GraphSettings, {"mention_span": "bare"}, "graphs")
 
 
-def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatch):
+def stage_workspace(tmp_path, monkeypatch):
+    """Run "r" of corpus "c" on three items, its tables under tmp_path/data, the graph stage's
+    paths pointed there; returns that data folder."""
     docs, items, mentions, query_mentions = _tables(3)
     root = tmp_path / "data"
     storage.write_table(root / "docs" / f"{DOCUMENTS}.parquet", DOCUMENTS,
@@ -150,6 +152,11 @@ def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatc
     monkeypatch.setattr(stage, "mentions_dir", lambda run: root / "m")
     monkeypatch.setattr(stage, "graphs_dir", lambda run: root / "graphs" / run)
     monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
+    return root
+
+
+def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatch):
+    root = stage_workspace(tmp_path, monkeypatch)
     cell = {"run": "r", "corpus": "c", "order": "document_query", "mention_span": "no_determiner"}
     graph_params = {"seed": 13, "ablations": {"r-document-query-no-determiner": cell}}
     monkeypatch.setattr(config, "params", lambda section, path=None: graph_params)
