@@ -104,6 +104,9 @@ class _ChainGRU(torch.autograd.Function):
     shared, dagrnn: read [T, B * E] long, flat rows (row * B + b) of the memory viewed as
             [(T + 1) * B, H], one per edge type; mix [T, B, E] the mean's weights
             (1 / number of present predecessors, 0 for absent ones).
+    prefix (optional) [P, B, H]: rows 1 ... P of the memory hold an earlier segment's outputs,
+            which `read` may name (MAGEGRU.run_rows); step t then writes row P + 1 + t, and the
+            gradient of what the steps read there flows back to `prefix`.
     Returns the outputs [T, B, H].
 
     Seeds stacked (models/mage/stacked.py): weight_hh [S, 3H, K] and bias_hh [S, 3H] hold S
@@ -113,10 +116,13 @@ class _ChainGRU(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, gates_x, weight_hh, bias_hh, read, mix, scale, mode):
+    def forward(ctx, gates_x, weight_hh, bias_hh, read, mix, scale, mode, prefix=None):
         steps, batch, three_h = gates_x.shape
         h = three_h // 3
-        memory = gates_x.new_zeros(steps + 1, batch, h)  # row 0: the zero state
+        first = 1 if prefix is None else 1 + prefix.shape[0]  # the memory row of step 0
+        memory = gates_x.new_zeros(steps + first, batch, h)  # row 0: the zero state
+        if prefix is not None:  # rows 1 ... P: an earlier segment's outputs (run_rows)
+            memory[1:first] = prefix
         flat_memory = memory.view(-1, h)
         k = weight_hh.shape[-1]
         g_hh = gates_x.new_empty(steps, batch, k)  # recurrent input of each step
@@ -152,10 +158,11 @@ class _ChainGRU(torch.autograd.Function):
             torch.addcmul(gates_x[t, :, 2 * h :], rz[t, :, :h], gh[t, :, 2 * h :], out=n[t])
             n[t].tanh_()
             # h_t = (1 - z) * n + z * g  =  n + z * (g - n), written into memory row t + 1
-            torch.addcmul(n[t], rz[t, :, h:], g_mix[t] - n[t], out=memory[t + 1])
+            torch.addcmul(n[t], rz[t, :, h:], g_mix[t] - n[t], out=memory[t + first])
         ctx.mode = mode
+        ctx.first = first
         ctx.save_for_backward(weight_hh, read, mix, scale, g_raw, g_hh, g_mix, gh, rz, n)
-        return memory[1:]
+        return memory[first:]
 
     @staticmethod
     @once_differentiable
@@ -175,12 +182,13 @@ class _ChainGRU(torch.autograd.Function):
         f_z = (g_mix - n).mul_(z).mul_(1 - z)
         f_r = (1 - r).mul_(r).mul_(gh[..., 2 * h :])
         # gradient of every memory row: the loss's, plus (below) that of the steps reading it
-        grad_memory = torch.cat([grad_out.new_zeros(1, batch, h), grad_out])
+        first = ctx.first
+        grad_memory = torch.cat([grad_out.new_zeros(first, batch, h), grad_out])
         flat_grad_memory = grad_memory.view(-1, h)
         d_gh = grad_out.new_empty(steps, batch, 3 * h)  # d(U g + b_hh)
         d_n_pre = grad_out.new_empty(steps, batch, h)
         for t in range(steps - 1, -1, -1):
-            dh = grad_memory[t + 1]  # complete: every reader of h_t comes later
+            dh = grad_memory[t + first]  # complete: every reader of h_t comes later
             torch.mul(dh, f_n[t], out=d_n_pre[t])
             torch.mul(d_n_pre[t], f_r[t], out=d_gh[t, :, :h])
             torch.mul(dh, f_z[t], out=d_gh[t, :, h : 2 * h])
@@ -211,7 +219,8 @@ class _ChainGRU(torch.autograd.Function):
             d_weight_hh = d_gh.view(-1, 3 * h).t() @ g_hh.view(steps * batch, -1)
             d_bias_hh = d_gh.sum((0, 1))
         d_gates_x = torch.cat([d_gh[..., : 2 * h], d_n_pre], dim=-1)
-        return d_gates_x, d_weight_hh, d_bias_hh, None, None, d_scale, None
+        d_prefix = grad_memory[1:first] if first > 1 else None  # what the steps read there
+        return d_gates_x, d_weight_hh, d_bias_hh, None, None, d_scale, None, d_prefix
 
 
 def _recurrent(bias_hh: Tensor, g: Tensor, u_t: Tensor, out: Tensor, seeds: int) -> None:
@@ -391,6 +400,45 @@ class MAGEGRU(nn.Module):
             mask.unsqueeze(1).expand_as(preds), 2, preds.clamp(min=0)
         )
         row = torch.where(present, preds + 1, 0).permute(2, 0, 1)  # [T, B, E], 0 = zero state
+        out = self._recur(x, row, present, None)
+        if self.reverse:
+            out = out.flip(1)
+            mask = mask.flip(1)
+        return out * mask.unsqueeze(-1).to(out.dtype)
+
+    def run_rows(
+        self, x: Tensor, rows: Tensor, mask: Tensor, prefix: Tensor | None = None
+    ) -> Tensor:
+        """One segment of a sequence read after an earlier one, whose outputs are the memory's
+        first rows (the released code's query read from the document's memory: see
+        models/mage/readers.py, separate_query).
+
+        x [B, L, D] and mask [B, L] in processing order (flipped already for a backward
+        direction; `reverse` plays no part here); rows [B, E, L] long: the memory row each
+        edge type's predecessor of step s is (0 = none, 1 ... P = prefix rows, P + 1 + s' =
+        this segment's step s' < s); prefix [P, B, H] or None. Returns [B, L, H] in
+        processing order, zero where mask is False."""
+        batch, steps, _ = x.shape
+        if rows.shape != (batch, self.num_edge_types, steps):
+            raise ValueError(
+                f"rows must be [B, E, L] = {[batch, self.num_edge_types, steps]}, "
+                f"got {list(rows.shape)}"
+            )
+        first = 1 + (0 if prefix is None else prefix.shape[0])
+        own = first + torch.arange(steps, device=x.device)
+        if bool(((rows >= own) | (rows < 0)).any()):
+            raise ValueError(
+                "every memory row a step reads must be written before it (an earlier segment's "
+                "or an earlier step's): these rows do not follow the processing order"
+            )
+        present = rows > 0
+        out = self._recur(x, rows.permute(2, 0, 1), present, prefix)
+        return out * mask.unsqueeze(-1).to(out.dtype)
+
+    def _recur(self, x: Tensor, row: Tensor, present: Tensor, prefix: Tensor | None) -> Tensor:
+        """The recurrence over x [B, T, D] in processing order, reading memory rows `row`
+        [T, B, E] (present [B, E, T]: which of them are edges); [B, T, H], unmasked."""
+        batch, steps, _ = x.shape
         gates_x = self.input_gates(x).transpose(0, 1)
         # the recurrence runs in the parameters' precision (float32 under autocast: on CUDA the
         # Function's custom_fwd casts, on CPU this does), only the input projection in bf16/fp16
@@ -407,14 +455,10 @@ class MAGEGRU(nn.Module):
             read = (row * batch + batch_index).reshape(steps, -1)  # [T, B * E]
             count = present.sum(1, keepdim=True).clamp(min=1)  # [B, 1, T]
             mix = (present / count).permute(2, 0, 1).to(gates_x.dtype)  # [T, B, E]
-        out = _ChainGRU.apply(
-            gates_x.contiguous(), self.weight_hh, self.bias_hh, read, mix, scale, self.mode
-        )
-        out = out.transpose(0, 1)
-        if self.reverse:
-            out = out.flip(1)
-            mask = mask.flip(1)
-        return out * mask.unsqueeze(-1).to(out.dtype)
+        args = (gates_x.contiguous(), self.weight_hh, self.bias_hh, read, mix, scale, self.mode)
+        if prefix is not None:
+            args += (prefix.to(gates_x.dtype).contiguous(),)
+        return _ChainGRU.apply(*args).transpose(0, 1)
 
 
 class BiMAGEGRU(nn.Module):

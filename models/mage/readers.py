@@ -42,6 +42,30 @@ Choices the paper leaves open, each with the released code's reading as an optio
   i==K-1``; config.py ``use_feat``: 0 on the lambada branch, 1 in its later GAMage config) --
   for the one-layer bi-GRU reader, its only layer. Off by default (the paper's model); in a
   MAGE encoder over the concatenation the query positions take flag 0 (one input size).
+- separate_query (bi-GRU reader, MAGE split encoder): the released code's structure instead of
+  the paper's "single MAGE-GRU": the document and the query have their own CorefGRUs (own
+  weights), and the query is read after the document from its memory, the document after
+  the query in the backward pass (lambada branch, model/GA.py lines 85-102: ``fqry.compute(...,
+  mem_init=dmem[:,-1,:,:])``, ``bdoc.compute(..., mem_init=qmem[:,-1,:,:])``; the chains are
+  one list over document and query, utils/MiniBatchLoader.py lines 136-150, and the query's
+  first token has the sequential chain's incoming edge, line 88). A chain's memory after the
+  document is the state of its last mention, which is what the concatenation's edges
+  name: so the reader runs the concatenation in the document-query order (graphs.order:
+  document_query, required) with the document's weights at document positions and the
+  query's at query positions (MAGEGRU.run_rows). The query's input has no token-in-query
+  flag (GA.py: ``inqry`` lacks the +2). Where we depart: the released backward document pass
+  starts from ``qmem[:,-1]``, which after its reversal (tflayers.py CorefGRU.compute lines
+  238-241) is the memory after the query's LAST position alone -- the zero memory wherever
+  the query is padded; we start it from the query's whole backward memory, the code's evident
+  intent ("the reverse in the backward pass").
+- char_filters > 0: character features of every token appended to its word embedding, for
+  document and query alike (one set of weights): the later config's char CNN (master,
+  model/GA.py lines 72-76 and get_character_embeddings/conv1d lines 157-191; config.py
+  ``char_dim: 10, char_filter_size: 50, char_filter_width: 5, max_word_len: 15``): each
+  character embedded (char_dim), one convolution of width char_width over the word's first
+  max_word_len characters padded to that length ("VALID", no bias), ReLU, max over positions.
+  The characters are those of the vocabulary word a token id stands for (`words`); the
+  released code takes the raw word, so an out-of-vocabulary word there keeps its own.
 
 The batch (collate_graphs builds it from numericalized GRAPHS rows), B items, T tokens:
     tokens        [B, T] long   token ids of the concatenated sequence, padding_idx after it
@@ -293,6 +317,50 @@ def glorot_init_(model: nn.Module) -> None:
                     p.zero_()
 
 
+class CharCNN(nn.Module):
+    """Character features of each token id (the released code's char CNN; module docstring,
+    char_filters): forward(tokens [B, T]) -> [B, T, filters]. The characters of every
+    vocabulary word are a fixed table built from `words` (ids 1 ... in order of first
+    occurrence over the words, 0 padding; the padding token has none), so the module's
+    parameters are the character embeddings and the convolution's filters only."""
+
+    def __init__(
+        self,
+        words: Sequence[str] | None,
+        filters: int,
+        dim: int = 10,
+        width: int = 5,
+        max_word_len: int = 15,
+        padding_idx: int = 0,
+    ) -> None:
+        super().__init__()
+        if words is None:
+            raise ValueError("char features need the vocabulary's words (words=...)")
+        if filters < 1 or dim < 1 or width < 1 or max_word_len < width:
+            raise ValueError(
+                f"char CNN: filters {filters}, char_dim {dim}, char_width {width} must be >= 1 "
+                f"and max_word_len {max_word_len} >= char_width"
+            )
+        ids: dict[str, int] = {}
+        table = torch.zeros(len(words), max_word_len, dtype=torch.long)
+        for w, word in enumerate(words):
+            if w == padding_idx:
+                continue
+            chars = [ids.setdefault(c, len(ids) + 1) for c in str(word)[:max_word_len]]
+            table[w, : len(chars)] = torch.tensor(chars, dtype=torch.long)
+        self.register_buffer("word_chars", table, persistent=False)
+        self.embedding = nn.Embedding(len(ids) + 1, dim, padding_idx=0)
+        # GA.py conv1d: filter [1, width, dim, filters], no bias, VALID
+        self.conv = nn.Conv1d(dim, filters, width, bias=False)
+        self.output_size = filters
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        chars = self.word_chars[tokens]  # [B, T, W]
+        emb = self.embedding(chars.flatten(0, 1)).transpose(1, 2)  # [B*T, dim, W]
+        out = torch.relu(self.conv(emb)).amax(-1)  # [B*T, filters]
+        return out.view(*tokens.shape, -1)
+
+
 # --------------------------------------------------------------------------- readers
 
 
@@ -320,6 +388,12 @@ class _Reader(nn.Module):
         dropout_at: str = "all",
         attention_sum: str = "document",
         token_in_query: bool = False,
+        separate_query: bool = False,
+        char_filters: int = 0,
+        char_dim: int = 10,
+        char_width: int = 5,
+        max_word_len: int = 15,
+        words: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         if encoder not in ENCODERS:
@@ -354,7 +428,21 @@ class _Reader(nn.Module):
         self.dropout_at = dropout_at
         self.attention_sum = attention_sum
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
-        self.input_size = embed_dim + self.max_chains
+        self.chars = (
+            CharCNN(words, char_filters, char_dim, char_width, max_word_len, padding_idx)
+            if char_filters
+            else None
+        )
+        if self.chars is not None and len(words) != vocab_size:
+            raise ValueError(f"char features need one word per token id: {len(words)} words, "
+                             f"vocab_size {vocab_size}")  # fmt: skip
+        self.input_size = embed_dim + char_filters + self.max_chains
+        self.separate_query = separate_query
+        if separate_query and (encoder != "mage" or mage_mode != "split"):
+            raise ValueError(
+                "separate_query (the released code's document and query CorefGRUs) needs "
+                f"encoder 'mage' with mage_mode 'split', not {encoder!r} / {mage_mode!r}"
+            )
         self.dropout = nn.Dropout(dropout)
         # W_C of Eq. 6: one output embedding per class
         self.classes = nn.Linear(2 * hidden_size, num_classes, bias=False) if num_classes else None
@@ -385,6 +473,8 @@ class _Reader(nn.Module):
     def embed(self, batch: Mapping[str, Tensor]) -> Tensor:
         """x_t, with the one-hot chain o_t appended for the "+ one-hot" baseline (§4.1)."""
         x = self.embedding(batch["tokens"])
+        if self.chars is not None:
+            x = torch.cat([x, self.chars(batch["tokens"]).to(x.dtype)], dim=-1)
         if self.one_hot_coref:
             chain = batch["chain"]
             if bool((chain >= self.max_chains).any()):
@@ -477,11 +567,15 @@ class BiGRUReader(_Reader):
             self.query_rnn = MaskedBiGRU(self.input_size, hidden_size)
         else:
             self.rnn = self._bi_mage(self.input_size + self.feature_size)
+            if self.separate_query:  # the query's own CorefGRUs, without the flag (GA.py inqry)
+                self.query_mage = self._bi_mage(self.input_size)
         self._initialize()
 
     def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
         x = self.embed(batch)
-        if self.encoder == "gru":
+        if self.separate_query:
+            doc, doc_mask, query, query_mask = self._document_then_query(x, batch)
+        elif self.encoder == "gru":
             x_doc, doc_mask = take_span(x, batch["doc_span"])
             x_query, query_mask = take_span(x, batch["query_span"])
             doc = self.doc_rnn(self.with_in_query(x_doc, batch, batch["doc_span"]), doc_mask)
@@ -498,6 +592,69 @@ class BiGRUReader(_Reader):
         doc_tokens, _ = take_span(batch.get("surface", batch["tokens"]), batch["doc_span"])
         q = query_vector(query, query_mask, self._placeholder(batch))
         return self.answer(doc, doc_mask, doc_tokens, q, batch)
+
+    def _document_then_query(
+        self, x: Tensor, batch: Mapping[str, Tensor]
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """separate_query (module docstring): forward, the document's MAGE-GRU then the
+        query's reading the document's outputs as memory; backward, the query's then the
+        document's reading the query's. Returns (doc [B, Ld, 2H], doc mask, query [B, Lq, 2H],
+        query mask)."""
+        doc_span, query_span = batch["doc_span"], batch["query_span"]
+        if bool((doc_span[:, 1] > query_span[:, 0]).any()):
+            raise ValueError(
+                "separate_query reads the query after the document, as the released code does: "
+                "train on graphs in that order (graphs.order: document_query, an entry of "
+                "graphs.ablations), not on items whose query comes first or lies inside it"
+            )
+        x_doc, doc_mask = take_span(self.with_in_query(x, batch, None), doc_span)
+        x_query, query_mask = take_span(x, query_span)
+        if bool((doc_mask.sum(1) == 0).any() | (query_mask.sum(1) == 0).any()):
+            raise ValueError("a document or query span is empty; a reader needs both")
+        ld, lq = x_doc.shape[1], x_query.shape[1]
+        doc_layers, query_layers = self.rnn, self.query_mage
+        fwd, bwd = batch["forward"], batch["backward"]
+        # forward: memory rows 1 ... Ld the document's steps, then the query's
+        d_rows = _memory_rows(_span_preds(fwd, doc_span), [(doc_span, 1, ld, False)])
+        h_doc = doc_layers.forward_rnn.run_rows(x_doc, d_rows, doc_mask)
+        q_rows = _memory_rows(
+            _span_preds(fwd, query_span),
+            [(doc_span, 1, ld, False), (query_span, 1 + ld, lq, False)],
+        )
+        prefix = h_doc.transpose(0, 1)
+        h_query = query_layers.forward_rnn.run_rows(x_query, q_rows, query_mask, prefix)
+        # backward, in processing order (each span flipped): the query's steps, then the document's
+        q_rows = _memory_rows(_span_preds(bwd, query_span), [(query_span, 1, lq, True)]).flip(2)
+        b_query = query_layers.backward_rnn.run_rows(x_query.flip(1), q_rows, query_mask.flip(1))
+        d_rows = _memory_rows(
+            _span_preds(bwd, doc_span), [(query_span, 1, lq, True), (doc_span, 1 + lq, ld, True)]
+        ).flip(2)
+        b_doc = doc_layers.backward_rnn.run_rows(
+            x_doc.flip(1), d_rows, doc_mask.flip(1), b_query.transpose(0, 1)
+        )
+        doc = torch.cat([h_doc, b_doc.flip(1)], dim=-1)
+        query = torch.cat([h_query, b_query.flip(1)], dim=-1)
+        return doc, doc_mask, query, query_mask
+
+
+def _span_preds(preds: Tensor, span: Tensor) -> Tensor:
+    """The predecessors [B, E, L] (positions in the concatenation, -1 none) of the tokens of
+    `span` ([B, 2]), from those of the whole sequence, preds [B, E, T]; -1 past a span's end."""
+    inside, _ = take_span((preds + 1).transpose(1, 2), span)  # zero past the end
+    return inside.transpose(1, 2) - 1
+
+
+def _memory_rows(preds: Tensor, segments: Sequence[tuple[Tensor, int, int, bool]]) -> Tensor:
+    """Memory rows [B, E, L] of predecessor positions preds [B, E, L]: for each segment
+    (span [B, 2], its first row, its padded width, flipped) the memory holds, a position inside
+    the span is row first + its offset (from the padded end where flipped); 0 elsewhere (none)."""
+    rows = torch.zeros_like(preds)
+    for span, first, width, flipped in segments:
+        start, end = span[:, 0].view(-1, 1, 1), span[:, 1].view(-1, 1, 1)
+        offset = preds - start
+        index = width - 1 - offset if flipped else offset
+        rows = torch.where((preds >= start) & (preds < end), first + index, rows)
+    return rows
 
 
 class GAReader(_Reader):
@@ -525,6 +682,8 @@ class GAReader(_Reader):
         encoder = self.encoder
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
+        if self.separate_query:
+            raise ValueError("separate_query is an option of the bi-GRU reader (reader 'bigru')")
         self.num_layers = num_layers
         sizes = [self.input_size] + [2 * hidden_size] * (num_layers - 1)
         sizes[-1] += self.feature_size  # the token-in-query flag enters the last layer

@@ -127,6 +127,15 @@ class MageModel:
     attention_sum: Literal["document", "candidates"] = "document"
     # the GA Reader's token-in-query feature at the last layer (released code, not the paper)
     token_in_query: bool = False
+    # the released code's structure (models/mage/readers.py, bi-GRU reader): document and query
+    # MAGE-GRUs with their own weights, the query read from the document's memory
+    separate_query: bool = False
+    # character features (the released char CNN): filters (0: none), char embedding size,
+    # convolution width, characters kept per word
+    char_filters: int = bounded(0, ge=0)
+    char_dim: int = bounded(10, ge=1)
+    char_width: int = bounded(5, ge=1)
+    max_word_len: int = bounded(15, ge=1)
     # "authors": the released code's optimisation recipe (module docstring, AUTHORS_RECIPE)
     recipe: Literal["project", "authors"] = "project"
 
@@ -226,6 +235,8 @@ def model_label(model_cfg: Mapping[str, Any] | MageModel) -> str:
         name += modes.get(cfg.mage_mode, "+dagrnn")
         name += "-attention" if cfg.edge_combine == "attention" else ""
     name += "+inquery" if cfg.token_in_query else ""
+    name += "+sepquery" if cfg.separate_query else ""
+    name += "+chars" if cfg.char_filters else ""
     return name + ("+authors" if cfg.recipe == "authors" else "")
 
 
@@ -248,16 +259,38 @@ def build_model(model_cfg: Mapping[str, Any] | MageModel, data: ReaderData) -> t
         dropout_at=cfg.dropout_at,
         attention_sum=cfg.attention_sum,
         token_in_query=cfg.token_in_query,
+        **released_options(cfg, data),
     )
     if cfg.reader == "ga":
         kwargs["num_layers"] = cfg.num_layers
     return READERS[cfg.reader](len(data.vocab), **kwargs)
 
 
+# settings added after checkpoints were written (#58.2): left out of a checkpoint's config
+# at their defaults, so the checkpoints of every model without them stay as they were
+RELEASED_KEYS = ("separate_query", "char_filters", "char_dim", "char_width", "max_word_len")
+RELEASED_DEFAULTS = {key: getattr(MageModel(), key) for key in RELEASED_KEYS}
+
+
+def released_options(cfg: MageModel, data: ReaderData) -> dict[str, Any]:
+    """The reader keywords of the released structure's settings (none at their defaults)."""
+    given = {
+        k: getattr(cfg, k) for k in RELEASED_DEFAULTS if getattr(cfg, k) != RELEASED_DEFAULTS[k]
+    }
+    if cfg.char_filters:
+        given.update(char_dim=cfg.char_dim, char_width=cfg.char_width,
+                     max_word_len=cfg.max_word_len, words=list(data.vocab.itos))  # fmt: skip
+    return given
+
+
 def checkpoint_config(model_cfg: Mapping[str, Any] | MageModel, data: ReaderData) -> dict[str, Any]:
     """What the weights mean: the model architecture and the data encoding (vocabulary,
     classes, one-hot width). Training hyperparameters are stored beside it, not compared."""
-    return {"model": settings_to_dict(resolve_model(model_cfg)), "data": data.signature()}
+    model = settings_to_dict(resolve_model(model_cfg))
+    for key, default in RELEASED_DEFAULTS.items():
+        if model[key] == default:
+            del model[key]
+    return {"model": model, "data": data.signature()}
 
 
 # --------------------------------------------------------------------------- evaluation
