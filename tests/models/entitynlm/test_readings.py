@@ -148,3 +148,38 @@ def test_the_contract_serves_the_marginal_and_the_readings_are_seeded():
     assert math.isclose(first["readings"]["words_q_mean"]["ppl"],
                         math.exp(-total / first["tokens"]), rel_tol=1e-9)  # fmt: skip
     assert first["readings"]["words_is"]["ppl"] < first["ppl"]
+
+
+def test_the_training_metrics_carry_each_reading_per_seed_and_over_seeds():
+    """importance_evaluation writes the draw readings per N (mean ± sd over sampling seeds);
+    summarize gives every reading over training seeds, the marginal being the headline."""
+    from models.entitynlm import train
+    from tests.models.entitynlm.test_train import _evaluate
+
+    out, _ = _evaluate([2, 5])
+    test = out["test"]
+    assert set(test["readings"]) == set(DRAW_READINGS)
+    assert test["readings"] == test["is_grid"]["5"]["readings"]
+    assert sorted(test["readings"]["words_is"]["ppl_per_seed"]) == ["1", "2"]
+    assert test["readings"]["words_is"]["ppl"]["n"] == 2
+    results = []
+    for seed, gold in ((1, 9.0), (2, 11.0)):
+        results.append({"model": "entitynlm", "seed": seed, "vocab_size": 9, "documents": {},
+                        "tokens": {}, "epochs_run": 1, "best_epoch": 1,
+                        "train_tokens_per_s": None, "device": "cpu",
+                        **{s: {**f, "joint_ppl": 10.0, "words_given_rel_ppl": gold}
+                           for s, f in out.items()}})  # fmt: skip
+    summary = train.summarize("entitynlm", results)
+    readings = summary["readings"]
+    assert list(readings) == ["marginal", *DRAW_READINGS, "words_gold"]
+    assert readings["marginal"]["test_ppl"] == summary["test_ppl"]
+    assert readings["words_gold"]["test_ppl"] == {"mean": 10.0, "std": 1.0, "n": 2}
+    head = test["readings"]["words_q_mean"]["ppl"]["mean"]
+    assert readings["words_q_mean"]["per_seed"]["2"]["test_ppl"] == head
+    old = [{k: v for k, v in r.items()} for r in results]
+    for r in old:  # seeds measured before the readings: no block
+        r["test"] = {k: v for k, v in r["test"].items() if k != "readings"}
+        r["dev"] = {k: v for k, v in r["dev"].items() if k != "readings"}
+    assert "readings" not in train.summarize("entitynlm", old)
+    assert "readings" not in train.summarize("rnnlm", [{**results[0], "model": "rnnlm",
+                                                        "dev": {"ppl": 3.0}}])  # fmt: skip
