@@ -83,13 +83,32 @@ STAGE_METRICS["entity_prediction"] = [
     _pct("test_accuracy", "test", "higher", "test", None),
 ]  # fmt: skip
 PREDICTION_CHECKPOINT = "entity_prediction.entitynlm.checkpoint"
+# Table 1 (Ji et al.): the RNNLM's exact perplexity, EntityNLM's headline (the marginal, Eq.
+# 11, mean over sampling seeds) under the same names; and EntityNLM's other readings of §5.1
+# (models/entitynlm/sampling.py READINGS, issue #56.1). A key "a|b": the first one present.
+# A figure no seed has (the RNNLM's readings) is left out of the record.
+_PPL = {
+    "words_is": "readings.words_is.ppl.mean",
+    "words_q_mix": "readings.words_q_mix.ppl.mean",
+    "words_q_mean": "readings.words_q_mean.ppl.mean",
+    "words_gold": "words_given_rel_ppl",
+}
+STAGE_METRICS["train_entitynlm"] = [
+    MetricSpec(f"{split}_ppl{'' if name is None else '_' + name}",
+               f"{split}.is_ppl.mean|{split}.ppl" if name is None else f"{split}.{_PPL[name]}",
+               1.0, "ppl", "lower", split, f"{split}.tokens")
+    for name in (None, *_PPL) for split in ("dev", "test")
+]  # fmt: skip
 PAPERS = {"train_mage": "Dhingra et al. 2018 (MAGE-GRU)",
           "train_coref": "Luo & Glass 2018 (cross-sentence coreference)",
           "graphs_ablation": "beyond the papers (corrupted coreference)",
-          "entity_prediction": "Ji et al. 2017 (EntityNLM)"}  # fmt: skip
+          "entity_prediction": "Ji et al. 2017 (EntityNLM)",
+          "train_entitynlm": "Ji et al. 2017 (EntityNLM)"}  # fmt: skip
 
 
 def _at(obj: Any, dotted: str) -> Any:
+    if "|" in dotted:  # alternatives: the first present
+        return next((v for k in dotted.split("|") if (v := _at(obj, k)) is not None), None)
     for part in dotted.split("."):
         if not isinstance(obj, dict) or part not in obj:
             return None
@@ -259,6 +278,8 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
             continue
         values = {s: (None if _at(m, spec.key) is None else round(_at(m, spec.key) * spec.scale, 4))
                   for s, m in seeds.items()}  # fmt: skip
+        if stage == "train_entitynlm" and all(v is None for v in values.values()):
+            continue
         sizes = {_at(m, spec.size_key) for m in seeds.values()} if spec.size_key else {None}
         metrics[spec.name] = metric_entry(values, split=spec.split,
                                           split_size=sizes.pop() if len(sizes) == 1 else None,

@@ -177,3 +177,39 @@ def test_an_unknown_prediction_row_or_a_seedless_checkpoint_is_one_error(workspa
     )
     with pytest.raises(CorefreproError, match=r"'models/best.pt' names no seed<k>/ folder"):
         _build_prediction(workspace, "inscript-entitynlm")
+
+
+def test_table_1_records_carry_each_entitynlm_reading_and_the_rnnlm_its_perplexity(workspace):
+    """Issue #56.1's record path: a train_entitynlm seed's metrics.json as the stage writes it;
+    EntityNLM's record holds the headline (the marginal) and every reading, the RNNLM's its
+    perplexity under the same names and no readings."""
+    stat = lambda m: {"mean": m, "std": 0.5, "n": 3}  # noqa: E731
+    for seed, shift in ((1, 0.0), (2, 2.0)):
+        split = lambda base, shift=shift: {"is_ppl": stat(base + shift), "tokens": 900,  # noqa: E731
+                              "words_given_rel_ppl": base - 30 + shift,
+                              "readings": {k: {"ppl": stat(base - d + shift)} for k, d in
+                                           (("words_is", 20), ("words_q_mix", 5),
+                                            ("words_q_mean", 3))}}  # fmt: skip
+        folder = workspace / f"artifacts/train_entitynlm/entitynlm/seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps(
+            {"model": "entitynlm", "dev": split(140.0), "test": split(150.0), "best_epoch": 3,
+             "epochs_run": 5, "device": "cpu"}))  # fmt: skip
+    folder = workspace / "artifacts/train_entitynlm/rnnlm/seed1"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(
+        {"model": "rnnlm", "dev": {"ppl": 130.0, "tokens": 800},
+         "test": {"ppl": 145.0, "tokens": 900}}))  # fmt: skip
+
+    def build(item):
+        return record_cli.build("train_entitynlm", item, preset="entitynlm-lm", scale=None,
+                                table="Table 1", row=item, data=[], root=workspace)  # fmt: skip
+
+    enlm = build("entitynlm")["metrics"]
+    assert enlm["test_ppl"]["per_seed"] == {"1": 150.0, "2": 152.0}
+    assert enlm["test_ppl_words_is"]["per_seed"] == {"1": 130.0, "2": 132.0}
+    assert enlm["dev_ppl_words_gold"]["mean"] == 111.0 and enlm["test_ppl"]["split_size"] == 900
+    assert {"dev_ppl_words_q_mix", "test_ppl_words_q_mean"} <= set(enlm)
+    rnn = build("rnnlm")["metrics"]
+    assert sorted(rnn) == ["dev_ppl", "test_ppl"] and rnn["test_ppl"]["per_seed"] == {"1": 145.0}
+    assert rnn["dev_ppl"]["split_size"] == 800 and rnn["test_ppl"]["better"] == "lower"
