@@ -9,6 +9,7 @@ one seed, which carries no direction claim).
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,17 +48,31 @@ def record_id(preset: str | None, stage: str, item: str) -> str:
     return f"{preset or 'adhoc'}/{stage}/{item}"
 
 
+# Overrides that choose what runs or where the bytes come from, never what an item computes:
+# a stage's run list (`<stage>.run.models`, `.tasks`, ...), its seed list, and the mirror (the
+# data digests in the record decide whether the data agree).
+SELECTION = re.compile(r"^[a-z_]+\.(run\.[a-z_]+|seeds)=|^download\.mirror=")
+
+
+def result_settings(overrides: list[str] | None) -> list[str]:
+    """The overrides that can change an item's figures (`overrides` less SELECTION)."""
+    return [o for o in overrides or [] if not SELECTION.match(o)]
+
+
 def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
     """`new` over `old` seed by seed: a seed recorded again replaces its earlier figures, the
-    other seeds stay (a lane records its seed when it finishes). Records of other settings do
-    not merge: their overrides must agree."""
+    other seeds stay (a lane records its seed when it finishes, with its own run list and
+    seeds). Records of other settings do not merge: the overrides that can change an item's
+    figures must agree."""
     if old is None:
         return dict(new)
-    if old.get("overrides") != new.get("overrides") or old.get("id") != new.get("id"):
+    a, b = result_settings(old.get("overrides")), result_settings(new.get("overrides"))
+    if a != b or old.get("id") != new.get("id"):
+        differ = sorted(set(a) ^ set(b))
         raise CorefreproError(
-            f"record {new.get('id')}: the recorded seeds ran under other settings "
-            f"({old.get('overrides')} recorded, {new.get('overrides')} now); record them under "
-            "another preset name or remove the old record"
+            f"record {new.get('id')}: the recorded seeds ran under other settings (differing: "
+            f"{differ or 'the record id'}); record them under another preset name or remove "
+            "the old record"
         )
     merged = dict(new)
     merged["metrics"] = {}

@@ -77,6 +77,23 @@ def test_records_of_other_settings_do_not_merge_and_a_bad_record_is_named(worksp
         record_cli.write(_build(workspace), workspace / "results")
 
 
+def test_lanes_with_other_run_lists_merge_but_other_model_settings_do_not():
+    """A lane runs its own models, tasks and seeds from another mirror: what it selects is no
+    setting of the item, so its seed merges; a changed model setting is named and refused."""
+    base = {"id": "a", "metrics": {}, "data": {}, "epochs": {}, "wall_time_s": {},
+            "mlflow_run_ids": {}, "commit": "c", "numerics": "native", "device": "cpu",
+            "cpu": "x"}  # fmt: skip
+    shared = ["train_mage.train.epochs=100"]
+    old = {**base, "overrides": [*shared, 'train_mage.run.models=["ga"]', "train_mage.seeds=[1]",
+                                 'download.mirror="/a"']}  # fmt: skip
+    new = {**base, "overrides": [*shared, 'train_mage.run.models=["ga", "b"]',
+                                 'train_mage.run.tasks=["qa2"]', "train_mage.seeds=[3]"]}  # fmt: skip
+    assert merge(old, new)["overrides"] == new["overrides"]
+    with pytest.raises(CorefreproError, match=r"differing: \['train_mage.train.epochs=100', "
+                                              r"'train_mage.train.epochs=50'\]"):  # fmt: skip
+        merge(old, {**new, "overrides": ["train_mage.train.epochs=50"]})
+
+
 def test_no_finished_run_is_one_line(workspace, capsys):
     assert record_cli.main(["train_mage", "ga-qa9", "--table", "T", "--row", "r"]) == 2
     assert "no seed<k>/metrics.json: train the item first" in capsys.readouterr().err
