@@ -165,9 +165,11 @@ def _grow(x, rows):
 
 
 @njit(cache=True)
-def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, logq, logp):
+def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, logq, logp, logw):
     """Each row: one draw from Q along its document's words (§2.2's story), log Q of it, and,
-    if score, the LM's log P(X, R, E, L) of the same draw.
+    if score, the LM's log P(X, R, E, L) of the same draw and its word terms alone,
+    log P(X | R, E, L) = sum_t log P(x_t | h_{t-1}, e_current) (logw: the words-only readings
+    of Table 1, sampling.py `importance_readings`; accumulated beside logp, which is unchanged).
     q, p: (log P(R) D x T x 2, W_entity h D x T x H, h_t and W_delta h_t D x T x H (Eq. 8),
     Eq. 5's h half D x T x L_max, its e half L_max x H, distance weights T + 1, prior H);
     words (the LM's Eq. 6): (word ids D x T, a_t[x_t] D x T, max a_t D x T, A_t D x T x V,
@@ -200,7 +202,7 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
         top_d_prior = _set_exp(d_prior.astype(np.float64), big_d_prior, bits)
     for row in range(doc_of_row.shape[0]):
         doc = doc_of_row[row]
-        n, prev, cur, recent, lq, lp = 0, 0, -1, -1, 0.0, 0.0
+        n, prev, cur, recent, lq, lp, lw = 0, 0, -1, -1, 0.0, 0.0, 0.0
         for t in range(lengths[doc]):
             if sentence and first[doc, t]:  # the context channel forgets the last sentence
                 recent = -1
@@ -238,13 +240,15 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
                 k = cur if r else recent
                 x = ids[doc, t]
                 if k < 0:  # the vector does not depend on the draw
-                    lp += fixed_target[doc, t] - fixed_lse[doc, t]
+                    word = fixed_target[doc, t] - fixed_lse[doc, t]
                 elif sentence and not r:  # W_c e of the entity just updated
                     norm = top_a[doc, t] + top_d[k] + math.log(_dot(big_a[doc, t], big_d[k]))
-                    lp += target[doc, t] + d[k, x] - norm
+                    word = target[doc, t] + d[k, x] - norm
                 else:
                     norm = top_a[doc, t] + top_c[k] + math.log(_dot(big_a[doc, t], big_c[k]))
-                    lp += target[doc, t] + c[k, x] - norm
+                    word = target[doc, t] + c[k, x] - norm
+                lp += word
+                lw += word
                 if r:
                     delta, size = _gate(mem_p[cur], hu_p[doc, t], ph_p[doc, t])  # Eq. 8
                     _update_logits(c[cur], delta, size, g[doc, t])
@@ -259,7 +263,7 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
             ent[row, t] = cur if r else -1
             rem[row, t] = now
             prev, cur = now, cur if r else -1
-        logq[row], logp[row] = lq, lp
+        logq[row], logp[row], logw[row] = lq, lp, lw
 
 
 def _no_words() -> tuple:
@@ -272,25 +276,30 @@ def _no_words() -> tuple:
 
 @heal_jit_cache  # a damaged numba cache is cleared and compiled afresh (tasks/core/numerics.py)
 def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = None, lm=None,
-         sent_start: torch.Tensor | None = None):  # fmt: skip
+         sent_start: torch.Tensor | None = None, *, words: bool = False):  # fmt: skip
     """n draws of (R, E, L) per document from Q (document b's draws are rows b*n .. b*n+n-1;
     a mention may run past the last word: prefix semantics). sent_start: the batch's sentence
     starts (Batch.sent_start; the sentence scope restarts the LSTMs there). Returns (Batch of
-    the draws, log Q per draw, log P(X, R, E, L) per draw under lm, or None without lm)."""
+    the draws, log Q per draw, log P(X, R, E, L) per draw under lm, or None without lm), and
+    with words (lm given) a fourth item: log P(X | R, E, L) per draw, the word terms of the
+    same walk (the draws and log P do not depend on it)."""
     if not proposal.config.proposal:
         raise ValueError("draws come from the proposal: EntityNLMConfig(proposal=True)")
+    if words and lm is None:
+        raise ValueError("draw(words=True) scores the words under the LM: give lm")
     dev, (b, t_len) = tokens.device, tokens.shape
     q, _ = proposal.walk_inputs(tokens, mask, sent_start)
-    p, words = (q, _no_words()) if lm is None else lm.walk_inputs(tokens, mask, sent_start)
+    p, inputs = (q, _no_words()) if lm is None else lm.walk_inputs(tokens, mask, sent_start)
     rows = b * n
     uniforms = torch.rand((rows, t_len, 3), generator=generator, device=dev).cpu().numpy()
     is_m = np.zeros((rows, t_len), np.bool_)
     ent = np.full((rows, t_len), -1, np.int64)
     rem = np.zeros((rows, t_len), np.int64)
-    logq, logp = np.zeros(rows), np.zeros(rows)
+    logq, logp, logw = np.zeros(rows), np.zeros(rows), np.zeros(rows)
     doc_of_row = np.repeat(np.arange(b), n)
     lengths = mask.sum(1).cpu().numpy().astype(np.int64)
-    _walk(doc_of_row, lengths, uniforms, q, p, words, lm is not None, is_m, ent, rem, logq, logp)
+    score = lm is not None
+    _walk(doc_of_row, lengths, uniforms, q, p, inputs, score, is_m, ent, rem, logq, logp, logw)
 
     def back(x, dtype=None):
         return torch.from_numpy(x).to(dev, dtype)
@@ -298,4 +307,5 @@ def draw(proposal, tokens, mask, n: int, generator: torch.Generator | None = Non
     starts = None if sent_start is None else sent_start.repeat_interleave(n, 0)
     draws = Batch(tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), back(is_m),
                   back(ent), back(rem), [], starts)  # fmt: skip
-    return draws, back(logq, torch.float32), None if lm is None else back(logp, torch.float32)
+    out = (draws, back(logq, torch.float32), None if lm is None else back(logp, torch.float32))
+    return (*out, back(logw, torch.float32)) if words else out

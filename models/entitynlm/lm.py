@@ -33,7 +33,7 @@ from models.entitynlm.data import (
     token_batches,
 )
 from models.entitynlm.model import RNNLM, EntityNLM
-from models.entitynlm.sampling import importance_draws
+from models.entitynlm.sampling import DRAW_READINGS, importance_readings, perplexity
 from tasks.evaluation.lm import (
     LanguageModel,
     LMRequestError,
@@ -126,7 +126,10 @@ class EntityNLMMarginal(WordLM):
     """EntityNLM's words-only log P(x) by Eq. 11: `samples` draws per document from the proposal,
     a fresh generator seeded with `seed` per call (documents batched as `token_batches`). After
     each call, `best_draws` holds per text the best draw's log P(x, r, e, l), a lower bound on
-    log P(x) (sampling.py). lm and proposal: EntityNLM and its proposal Q (or `checkpoint=` a
+    log P(x) (sampling.py), and `readings` per text the word-only readings of Table 1 from the
+    same draws (sampling.py `importance_readings`, issue #56.1): named evaluations that
+    `importance_perplexity` reports beside the marginal; `loglikelihood_rolling` serves the
+    marginal (Eq. 11) only. lm and proposal: EntityNLM and its proposal Q (or `checkpoint=` a
     train_entitynlm@entitynlm best.pt). progress: anything with update(k), told the documents
     done."""
 
@@ -147,34 +150,45 @@ class EntityNLMMarginal(WordLM):
         self.lm, self.proposal = lm.eval(), proposal.eval()
         self.samples, self.seed, self.progress = int(samples), int(seed), progress
         self.best_draws: list[float] = []
+        self.readings: list[dict[str, float]] = []
 
     def _rolling(self, docs: Sequence[Document]) -> list[RollingScore]:
         self._generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
         self._best: dict[str, float] = {}
+        self._readings: dict[str, dict[str, float]] = {}
         scores = super()._rolling(docs)
         self.best_draws = [self._best[d.doc_id] for d in docs]
+        self.readings = [self._readings[d.doc_id] for d in docs]
         return scores
 
     @torch.no_grad()
     def _log_probs(self, batch, group) -> list[float]:
-        log_px, best = importance_draws(self.lm, self.proposal, batch, self.samples,
-                                        self._generator)  # fmt: skip
-        self._best.update(zip(batch.doc_ids, best.tolist(), strict=True))
+        out = importance_readings(self.lm, self.proposal, batch, self.samples, self._generator)
+        self._best.update(zip(batch.doc_ids, out["best_draw"].tolist(), strict=True))
+        values = {k: out[k].tolist() for k in DRAW_READINGS}
+        for i, doc_id in enumerate(batch.doc_ids):
+            self._readings[doc_id] = {k: v[i] for k, v in values.items()}
         if self.progress is not None:
             self.progress.update(len(group))
-        return log_px.tolist()
+        return out["marginal"].tolist()
 
     def importance_perplexity(self, docs: Sequence[Document]) -> dict:
         """Eq. 11 over documents: the perplexity as every LM's (`perplexity_of_scores`), and
         per document log P̂_N(x) and the best draw, the records sampling.document_records
-        reads. The documents' order decides their batches."""
+        reads; "readings": {name: {ppl, log_prob}} of sampling.DRAW_READINGS, Table 1's
+        word-only readings of the same draws over the same words. The documents' order
+        decides their batches."""
         texts = [document_text(d) for d in docs]
         scores = self.loglikelihood_rolling(texts)
         ppl = perplexity_of_scores(scores, texts)
         per_doc = {d.doc_id: {"log_px": s.loglikelihood, "best_draw": best}
                    for d, s, best in zip(docs, scores, self.best_draws, strict=True)}  # fmt: skip
+        readings = {}
+        for name in DRAW_READINGS:
+            total = sum(r[name] for r in self.readings)
+            readings[name] = {"ppl": perplexity(total, ppl.n_tokens), "log_prob": total}
         return {"ppl": ppl.token_perplexity, "log_prob": ppl.loglikelihood,
-                "tokens": ppl.n_tokens, "documents": per_doc}  # fmt: skip
+                "tokens": ppl.n_tokens, "documents": per_doc, "readings": readings}  # fmt: skip
 
     def _loglikelihood_tokens(self, requests: Sequence[TokenRequest]) -> list[tuple[float, bool]]:
         raise LMRequestError(

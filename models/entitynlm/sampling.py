@@ -35,6 +35,65 @@ from models.entitynlm.data import Batch, Document, Vocab, collate, run_of, token
 from models.entitynlm.draws import draw
 from models.entitynlm.model import EntityNLM
 
+# Table 1's readings of EntityNLM's test perplexity (issue #56.1), each a per-document log
+# score over the same words; `importance_readings` computes the draw-based ones from one set of
+# draws, `joint_perplexity` the gold-structure one. The LM contract (models/entitynlm/lm.py
+# `loglikelihood_rolling`) serves "marginal" only.
+READINGS = {
+    "marginal": "(a) log P(x), R, E, L marginalised: Eq. 11 (today's headline)",
+    "words_is": "(b) Eq. 11 with the word terms only: log 1/N sum_i P(x | z_i) / Q(z_i | x)",
+    "words_q_mix": "(b') log 1/N sum_i P(x | z_i), z_i ~ Q: the draws' word probability averaged",
+    "words_q_mean": "(b'') 1/N sum_i log P(x | z_i), z_i ~ Q: the draws' word log-probability "
+                    "averaged (the released code's per-sample `evalobj 1` score)",
+    "words_gold": "(c) log P(x | gold R, E, L): the released code's `evalobj 1` on the annotated "
+                  "test file (uses test coreference)",
+}  # fmt: skip
+DRAW_READINGS = ("words_is", "words_q_mix", "words_q_mean")  # from the draws, beside "marginal"
+
+
+@torch.no_grad()
+def importance_readings(
+    lm: EntityNLM,
+    proposal: EntityNLM,
+    batch: Batch,
+    n: int = 100,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    """Per document (B,), from one set of n draws z_i = (r, e, l)_i ~ Q(R, E, L | x), each
+    scored under the LM in the walk that draws it (draws.py): log P(x, z_i), log Q(z_i | x) and
+    the word terms alone, log P(x | z_i) = sum_t log P(x_t | h_{t-1}, e_current) (Eq. 6):
+
+    - "marginal" (a): Eq. 11, log 1/N sum_i P(x, z_i) / Q(z_i | x), an estimate of log P(x);
+    - "best_draw": max_i log P(x, z_i), a lower bound on log P(x) (module docstring);
+    - "words_is" (b, the paper's text read literally): §5.1 "we are able to calculate
+      perplexity by marginalizing all other random variables using Equation 11. [...] our
+      model only takes account of log probabilities on word prediction": Eq. 11 with the
+      model's log-probabilities counted for the words only, the proposal's kept as the
+      importance weight, log 1/N sum_i P(x | z_i) / Q(z_i | x). Its expectation is
+      sum_z P(x | z), a sum of conditionals over every structure Q can draw, not a
+      probability of x (it is not bounded by 1 and grows with the number of structures), so
+      its perplexity is no distribution's;
+    - "words_q_mix" (b'): the same draws with the importance weight dropped,
+      log 1/N sum_i P(x | z_i), an estimate of log E_Q[P(x | Z)]: Q standing in for the
+      prior over the structure;
+    - "words_q_mean" (b''): 1/N sum_i log P(x | z_i), an estimate of E_Q[log P(x | Z)]: each
+      draw scored as the released code scores one annotated document (jiyfeng/entitynlm
+      entitynlm.h:429-431 `err_type == 1`, `i_nerr = sum(x_errs)`, main.cc:341-348 the
+      per-document score of `task == test`) and the scores averaged over the draws. Jensen:
+      words_q_mean <= words_q_mix.
+
+    The three word readings share the draws (and so the generator's stream) with "marginal",
+    which is the same number as without them."""
+    _, logq, logp, logw = draw(proposal, batch.tokens, batch.mask, n, generator, lm=lm,
+                               sent_start=batch.sent_start, words=True)  # fmt: skip
+    weights = (logp - logq).view(-1, n)
+    logw, logq = logw.view(-1, n), logq.view(-1, n)
+    return {"marginal": torch.logsumexp(weights, 1) - math.log(n),
+            "best_draw": logp.view(-1, n).max(1).values,
+            "words_is": torch.logsumexp(logw - logq, 1) - math.log(n),
+            "words_q_mix": torch.logsumexp(logw, 1) - math.log(n),
+            "words_q_mean": logw.mean(1)}  # fmt: skip
+
 
 @torch.no_grad()
 def importance_draws(
@@ -47,11 +106,8 @@ def importance_draws(
     """Eq. 11 per document: log P̂(x) (B,), from n draws of (R, E, L) per document from Q,
     each scored under the LM in the walk that draws it (draws.py); and the best draw's log
     P(x, r, e, l) (B,), a lower bound on log P(x) (module docstring)."""
-    _, logq, logp = draw(
-        proposal, batch.tokens, batch.mask, n, generator, lm=lm, sent_start=batch.sent_start
-    )
-    weights = (logp - logq).view(-1, n)
-    return torch.logsumexp(weights, 1) - math.log(n), logp.view(-1, n).max(1).values
+    out = importance_readings(lm, proposal, batch, n, generator)
+    return out["marginal"], out["best_draw"]
 
 
 def importance_log_marginal(
@@ -83,7 +139,14 @@ def perplexity(total_log_prob: float, tokens: int) -> float:
 def joint_perplexity(lm, docs: Sequence[Document], vocab: Vocab, *, max_tokens=4096,
                      device="cpu") -> dict[str, float]:  # fmt: skip
     """Joint perplexity of the annotated documents (the paper's dev selection), and the
-    words-given-annotation perplexity beside it (for the proposal: log Q(R, E, L | X))."""
+    words-given-annotation perplexity beside it, `words_given_rel_ppl`: Table 1's reading (c),
+    "words_gold" (READINGS), exp(-1/T sum_t log P(x_t | h_{t-1}, e_current)) with the gold R,
+    E, L -- the released code's `--evalobj 1` (jiyfeng/entitynlm main.cc:341-348 `task ==
+    test` sums `BuildGraph(..., evalobj, ...)` over the test documents; entitynlm.h:429-431
+    `err_type == 1` returns `sum(x_errs)`, the word terms of the annotated file). It reads the
+    test coreference, which §5.1 excludes from Table 1 ("coreference information is only used
+    for training"). Unlike the released code, no </s> is predicted or counted (model.py). For
+    the proposal: log Q(R, E, L | X)."""
     lm.eval()
     joint, tokens = _run(lm.log_joint, docs, vocab, max_tokens, device)
     out = {"joint_ppl": perplexity(joint, tokens), "tokens": tokens}

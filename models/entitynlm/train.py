@@ -17,7 +17,13 @@ Protocol (Ji et al. 2017, papers/000 §3, §5.1):
   from Q, models/entitynlm/sampling.py) for several sampling seeds (mean and spread), at each
   N of `evaluation.samples_grid` (the headline: `evaluation.samples`, the paper's N = 100),
   beside two lower bounds on log P(x) per document (the best draw, the gold annotation; issue
-  #33.8), over all documents and per corpus, and its joint perplexity.
+  #33.8), over all documents and per corpus, and its joint perplexity;
+- Table 1's other readings of EntityNLM's test perplexity (issue #56.1; sampling.READINGS):
+  from the same draws, the word terms alone under Eq. 11 (words_is, the paper's §5.1 text read
+  literally) and averaged without the importance weight (words_q_mix, words_q_mean); and the
+  words given the gold annotation (words_given_rel_ppl: the released code's `evalobj 1`, which
+  reads the test coreference). Each per seed (`readings` of a split's scores) and over the
+  training seeds (`summarize`'s `readings`); the headline stays the marginal.
 Both models use the same preprocessed documents and vocabulary (models/entitynlm/data.py).
 """
 
@@ -48,6 +54,8 @@ from models.entitynlm.data import (
 )
 from models.entitynlm.model import RNNLM, EntityNLMConfig, EntityNLMPair
 from models.entitynlm.sampling import (
+    DRAW_READINGS,
+    READINGS,
     document_records,
     importance_bounds,
     importance_bounds_by_run,
@@ -326,6 +334,16 @@ def importance_run(recipe: LMRecipe, docs, n: int, seed: int, max_tokens: int, d
     return lm.importance_perplexity(docs)
 
 
+def draw_readings(runs: Sequence[Mapping[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
+    """Table 1's word-only readings of the draws (sampling.DRAW_READINGS, issue #56.1) of one N,
+    one `importance_run` per sampling seed: {reading: {ppl: mean ± sd over the sampling seeds,
+    ppl_per_seed}}."""
+    return {name: {"ppl": spread([r["readings"][name]["ppl"] for r in runs]),
+                   "ppl_per_seed": {str(s): r["readings"][name]["ppl"]
+                                    for s, r in zip(seeds, runs, strict=True)}}
+            for name in DRAW_READINGS}  # fmt: skip
+
+
 def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Precision):
     """Eq. 11 words-only perplexity of dev and test for each N and sampling seed (mean ± sd over
     the seeds; the headline N's as is_ppl), and the estimate against the two lower bounds on
@@ -349,13 +367,15 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
             grid[str(n)] = {"is_ppl": spread([r["ppl"] for r in runs[n]]),
                             "is_ppl_per_seed": {str(s): r["ppl"]
                                                 for s, r in zip(seeds, runs[n], strict=True)},
-                            "is_time_s": time.perf_counter() - started}  # fmt: skip
+                            "is_time_s": time.perf_counter() - started,
+                            "readings": draw_readings(runs[n], seeds)}  # fmt: skip
         gold = log_joint_documents(recipe.model.lm, docs, recipe.vocab,
                                    max_tokens=ecfg.batch_tokens, device=precision.device)  # fmt: skip
         records[split] = document_records(docs, runs, gold)
         head = grid[str(ecfg.samples)]
         out[split] = {"is_ppl": head["is_ppl"], "is_ppl_per_seed": head["is_ppl_per_seed"],
                       "is_samples": ecfg.samples, "is_grid": grid,
+                      "readings": head["readings"],
                       "is_bounds": importance_bounds(records[split]),
                       "is_by_corpus": importance_bounds_by_run(records[split]),
                       "tokens": runs[ecfg.samples][0]["tokens"], "documents": len(docs),
@@ -427,6 +447,35 @@ def _headline(r: Mapping[str, Any], split: str, n: str | None = None) -> float |
     return scores.get("ppl")
 
 
+def _reading(r: Mapping[str, Any], split: str, name: str) -> float | None:
+    """One training seed's Table 1 reading `name` (sampling.READINGS) on `split`: the draw
+    readings as the mean over sampling seeds at the headline N, "words_gold" the words given
+    the gold annotation (joint_perplexity's words_given_rel_ppl), "marginal" the headline."""
+    scores = r.get(split) or {}
+    if name == "marginal":
+        return _headline(r, split)
+    if name == "words_gold":
+        return scores.get("words_given_rel_ppl")
+    return (((scores.get("readings") or {}).get(name) or {}).get("ppl") or {}).get("mean")
+
+
+def readings_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """EntityNLM's Table 1 under each reading (sampling.READINGS, issue #56.1) over the
+    training seeds: {reading: {dev_ppl, test_ppl: mean ± sd over training seeds (or None),
+    per_seed: {seed: {dev_ppl, test_ppl}}}}; empty for seeds measured before the readings."""
+    out: dict[str, Any] = {}
+    for name in READINGS:
+        per = {str(r["seed"]): {f"{sp}_ppl": _reading(r, sp, name) for sp in ("dev", "test")}
+               for r in results}  # fmt: skip
+        if all(v is None for seed in per.values() for v in seed.values()):
+            continue
+        out[name] = {f"{sp}_ppl": (spread(vs) if (vs := [p[f"{sp}_ppl"] for p in per.values()
+                                                          if p[f"{sp}_ppl"] is not None]) else None)
+                     for sp in ("dev", "test")}  # fmt: skip
+        out[name]["per_seed"] = per
+    return out if any(name in out for name in DRAW_READINGS) else {}
+
+
 def summarize(kind: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """metrics/train_entitynlm/<model>.json: headline dev/test perplexity (mean over training
     seeds), the seed with the best dev selection value, and each seed's numbers."""
@@ -453,6 +502,8 @@ def summarize(kind: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         "tokens": chosen["tokens"],
         "dev_ppl": over_seeds("dev"), "test_ppl": over_seeds("test"),
         **(by_samples if kind == "entitynlm" else {}),
+        **({"readings": readings} if kind == "entitynlm" and (readings := readings_summary(results))
+           else {}),
         "selected_seed": chosen["seed"],
         "selected": {"dev": chosen["dev"], "test": chosen.get("test")},
         "epochs_run": chosen["epochs_run"], "best_epoch": chosen["best_epoch"],

@@ -2,7 +2,10 @@
 
 Table 1 (language modelling): the perplexity of the 5-gram, the RNNLM and EntityNLM (words
 only, R/E/L marginalised by importance sampling, Eq. 11) on dev and test beside the paper's
-test numbers. Reads every metrics/train_entitynlm/<model>.json by its "model" key
+test numbers; where the metrics hold EntityNLM's readings of §5.1 (models/entitynlm/train.py
+`readings_summary`, issue #56.1), EntityNLM's row is the reading paper_results.yaml names
+`comparable` and the others follow it, with whether EntityNLM < RNNLM < 5-gram holds under
+each. Reads every metrics/train_entitynlm/<model>.json by its "model" key
 (models/entitynlm/train.py summarize and models/entitynlm/ngram.py: dev_ppl / test_ppl as
 {mean, std, n}; plain numbers are read too).
 
@@ -118,16 +121,36 @@ def render_lm(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[
               "at other N (train_entitynlm.evaluation.samples_grid). All three rows are the "
               "token perplexity of the one LM contract (tasks/evaluation/lm.py `perplexity`) "
               "over the same words: every word predicted, no end-of-sentence event.", ""]  # fmt: skip
+    comparable, reading_rows = _reading_spec(table)
+    readings = enlm.get("readings") or {}
+    if comparable in readings:
+        lines += [f"EntityNLM's row is reading `{comparable}`, the one the paper's number is "
+                  "comparable to; the rows `EntityNLM, (…)` below it are the same model under "
+                  "the other readings of §5.1 (models/entitynlm/sampling.py READINGS, issue "
+                  "#56.1), ± the sd over training seeds (the IS spread column: over sampling "
+                  "seeds, selected training seed).", ""]  # fmt: skip
     body = []
     for prow in table["rows"]:
         run = runs.get(prow.get("model") or "")
         m = run.metrics if run else {}
         paper = prow["values"].get("test_ppl")
-        body.append([prow["paper_row"], f"`{prow['model']}`" if prow.get("model") else DASH,
-                     cell(_ppl(m.get("test_ppl")), None if paper is None else fmt(paper, 2)),
-                     _ppl(m.get("dev_ppl")), _is_spread(m, "test"),
+        shown = {"test_ppl": m.get("test_ppl"), "dev_ppl": m.get("dev_ppl")}
+        ours, spread_cell = f"`{prow['model']}`" if prow.get("model") else DASH, None
+        if prow.get("model") == "entitynlm" and comparable in readings:
+            shown, ours = readings[comparable], f"`entitynlm` `{comparable}`"
+            spread_cell = _reading_spread(m, comparable)
+        body.append([prow["paper_row"], ours,
+                     cell(_ppl(shown.get("test_ppl")), None if paper is None else fmt(paper, 2)),
+                     _ppl(shown.get("dev_ppl")), spread_cell or _is_spread(m, "test"),
                      str(m.get("vocab_size", DASH)),
                      str((m.get("tokens") or {}).get("test", DASH))])  # fmt: skip
+        if prow.get("model") == "entitynlm" and comparable in readings:
+            body += [[f"EntityNLM, {label}", f"`entitynlm` `{key}`",
+                      cell(_ppl(readings[key].get("test_ppl")), None),
+                      _ppl(readings[key].get("dev_ppl")), _reading_spread(m, key),
+                      str(m.get("vocab_size", DASH)),
+                      str((m.get("tokens") or {}).get("test", DASH))]
+                     for key, label in reading_rows if key != comparable and key in readings]  # fmt: skip
         if prow.get("model") == "entitynlm":
             body += [[f"EntityNLM, N = {n}", "`entitynlm`",
                       cell(_ppl(m["test_ppl_by_samples"][n]), None),
@@ -137,9 +160,58 @@ def render_lm(table: Mapping, runs: Mapping[str, Run], papers: Mapping) -> list[
                      for n in _other_samples(m)]  # fmt: skip
     lines += _md_table(["Paper row", "ours", "test ppl", "dev ppl", "IS spread (test)",
                         "vocab", "test tokens"], body)  # fmt: skip
-    lines += ["", *_bounds(enlm)]
+    lines += ["", *_orders(readings, reading_rows, runs), *_bounds(enlm)]
     lines += [f"Metrics files: {', '.join(runs[k].path for k in sorted(runs)) or 'none'}.", ""]
     return lines
+
+
+def _reading_spec(table: Mapping) -> tuple[str | None, list[tuple[str, str]]]:
+    """paper_results.yaml entitynlm-lm `readings`: (the comparable reading, [(key, label)])."""
+    spec = table.get("readings") or {}
+    return spec.get("comparable"), [(r["key"], r["label"]) for r in spec.get("rows") or []]
+
+
+def _reading_spread(m: Mapping[str, Any], key: str) -> str:
+    """The spread of a reading over sampling seeds (selected training seed): the marginal's
+    as `_is_spread`, the draw readings' from the split's `readings`; the gold one is exact."""
+    if key == "marginal":
+        return _is_spread(m, "test")
+    if key == "words_gold":
+        return "exact (gold R, E, L)"
+    test = (m.get("selected") or {}).get("test") or {}
+    stat = (((test.get("readings") or {}).get(key) or {}).get("ppl")) or {}
+    if not stat:
+        return DASH
+    return f"± {fmt(stat.get('std'), 2)} over {stat.get('n', DASH)} sampling seeds"
+
+
+def _below(a: Any, b: Any) -> str:
+    """Whether perplexity a is below b: 'yes, beyond the spread' when the intervals mean ± sd
+    do not overlap, 'yes, within the spread', 'no', or — without both figures."""
+    ma, mb = _mean(a), _mean(b)
+    if ma is None or mb is None:
+        return DASH
+    sa = (a.get("std") or 0.0) if isinstance(a, Mapping) else 0.0
+    sb = (b.get("std") or 0.0) if isinstance(b, Mapping) else 0.0
+    if ma >= mb:
+        return "no"
+    return "yes, beyond the spread" if ma + sa < mb - sb else "yes, within the spread"
+
+
+def _orders(readings: Mapping[str, Any], rows: Sequence[tuple[str, str]],
+            runs: Mapping[str, Run]) -> list[str]:  # fmt: skip
+    """Under Table 1: does EntityNLM < RNNLM < 5-gram hold under each reading (test, mean ± sd
+    over training seeds)?"""
+    if not readings:
+        return []
+    rnn = (runs["rnnlm"].metrics if "rnnlm" in runs else {}).get("test_ppl")
+    five = (runs["5gram"].metrics if "5gram" in runs else {}).get("test_ppl")
+    body = [[f"`{key}`", _below(readings[key].get("test_ppl"), rnn), _below(rnn, five)]
+            for key, _ in rows if key in readings]  # fmt: skip
+    return ["**The paper's order under each reading** (test perplexity, mean ± sd over "
+            "training seeds; beyond the spread: the intervals do not overlap):", "",
+            *_md_table(["EntityNLM reading", "EntityNLM < RNNLM", "RNNLM < 5-gram"], body),
+            ""]  # fmt: skip
 
 
 def _bounds(m: Mapping[str, Any]) -> list[str]:

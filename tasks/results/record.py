@@ -8,6 +8,15 @@ wall times from logs/timings/), the seeds' MLflow runs (their ids, commit and nu
 the settings that differ from HEAD's params.yaml (the overrides), the sha256 of each --data
 file, and writes results/<preset>/<stage>/<item>.json (--out: another results folder, e.g.
 main's from a lane workspace), merged seed by seed with what is there.
+
+Entity prediction (Table 3): one row per record, from metrics/entity_prediction/<corpus>.json
+
+    python -m tasks.results.record entity_prediction inscript-entitynlm \
+        --preset entitynlm-prediction --table "Table 3" --row EntityNLM
+
+(items inscript-always-new, -shallow, -shallow-rich, -human, -entitynlm; the seed of each
+row: STAGE_METRICS' note). Run it once per EntityNLM checkpoint (params.yaml
+entity_prediction.entitynlm.checkpoint .../seed<k>/best.pt): the seeds merge into one record.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -63,12 +73,42 @@ STAGE_METRICS["graphs_ablation"] = [
                f"coreference_against_annotation.{m}_f1", 1.0, "%", "higher", "all", None)
     for m in ("conll", "muc", "bcub", "ceafe")
 ]  # fmt: skip
+# Table 3's rows (metrics/entity_prediction/<corpus>.json, one file per corpus): the item is
+# <corpus>-<predictor> with the predictor's _ written - (inscript-always-new, inscript-shallow,
+# inscript-shallow-rich, inscript-human, inscript-entitynlm); its "seed" is the EntityNLM
+# checkpoint's training seed (its seed<k> folder), the shallow ranker's seed for the rankers,
+# 1 for the predictors without randomness (always-new, human)
+STAGE_METRICS["entity_prediction"] = [
+    _pct("dev_accuracy", "dev", "higher", "dev", None),
+    _pct("test_accuracy", "test", "higher", "test", None),
+]  # fmt: skip
+PREDICTION_CHECKPOINT = "entity_prediction.entitynlm.checkpoint"
+# Table 1 (Ji et al.): the RNNLM's exact perplexity, EntityNLM's headline (the marginal, Eq.
+# 11, mean over sampling seeds) under the same names; and EntityNLM's other readings of §5.1
+# (models/entitynlm/sampling.py READINGS, issue #56.1). A key "a|b": the first one present.
+# A figure no seed has (the RNNLM's readings) is left out of the record.
+_PPL = {
+    "words_is": "readings.words_is.ppl.mean",
+    "words_q_mix": "readings.words_q_mix.ppl.mean",
+    "words_q_mean": "readings.words_q_mean.ppl.mean",
+    "words_gold": "words_given_rel_ppl",
+}
+STAGE_METRICS["train_entitynlm"] = [
+    MetricSpec(f"{split}_ppl{'' if name is None else '_' + name}",
+               f"{split}.is_ppl.mean|{split}.ppl" if name is None else f"{split}.{_PPL[name]}",
+               1.0, "ppl", "lower", split, f"{split}.tokens")
+    for name in (None, *_PPL) for split in ("dev", "test")
+]  # fmt: skip
 PAPERS = {"train_mage": "Dhingra et al. 2018 (MAGE-GRU)",
           "train_coref": "Luo & Glass 2018 (cross-sentence coreference)",
-          "graphs_ablation": "beyond the papers (corrupted coreference)"}  # fmt: skip
+          "graphs_ablation": "beyond the papers (corrupted coreference)",
+          "entity_prediction": "Ji et al. 2017 (EntityNLM)",
+          "train_entitynlm": "Ji et al. 2017 (EntityNLM)"}  # fmt: skip
 
 
 def _at(obj: Any, dotted: str) -> Any:
+    if "|" in dotted:  # alternatives: the first present
+        return next((v for k in dotted.split("|") if (v := _at(obj, k)) is not None), None)
     for part in dotted.split("."):
         if not isinstance(obj, dict) or part not in obj:
             return None
@@ -81,6 +121,8 @@ def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]
     variant: its one metrics file under its corruption seed."""
     if stage == "graphs_ablation":
         return _graph_metrics(root, item)
+    if stage == "entity_prediction":
+        return _prediction_metrics(root, item)
     folder = root / "artifacts" / stage / item
     seeds = sorted(folder.glob("seed*/metrics.json")) if folder.is_dir() else []
     if not seeds:
@@ -95,6 +137,65 @@ def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]
     return out
 
 
+def prediction_row(root: Path, item: str) -> tuple[str, str, dict[str, Any]]:
+    """(corpus, predictor, the corpus's metrics) of an entity_prediction item
+    <corpus>-<predictor> (the predictor's _ as -), from metrics/entity_prediction/."""
+    folder = root / "metrics" / "entity_prediction"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if not item.startswith(f"{path.stem}-"):
+            continue
+        metrics = json.loads(path.read_text())
+        wanted = item.removeprefix(f"{path.stem}-")
+        for predictor in metrics.get("accuracy") or {}:
+            if predictor.replace("_", "-") == wanted:
+                return path.stem, predictor, metrics
+        raise CorefreproError(f"{path}: no predictor {wanted!r} (item {item}); known: "
+                              f"{sorted(metrics.get('accuracy') or {})}")  # fmt: skip
+    raise CorefreproError(f"{folder}: no <corpus>.json for item {item!r} (<corpus>-<predictor>): "
+                          "run `dvc repro entity_prediction@<corpus>` first")  # fmt: skip
+
+
+def _prediction_settings(root: Path) -> dict[str, Any]:
+    params = yaml.safe_load((root / "params.yaml").read_text()) or {}
+    return params.get("entity_prediction") or {}
+
+
+def prediction_seed(root: Path, predictor: str) -> tuple[str, Path | None]:
+    """An entity_prediction row's "seed" (module note at STAGE_METRICS) and, for EntityNLM, its
+    checkpoint's folder (the training seed's metrics.json)."""
+    cfg = _prediction_settings(root)
+    if predictor == "entitynlm":
+        checkpoint = str((cfg.get("entitynlm") or {}).get("checkpoint") or "")
+        found = re.search(r"(?:^|/)seed(\d+)/", checkpoint)
+        if not found:
+            raise CorefreproError(f"params.yaml {PREDICTION_CHECKPOINT}: {checkpoint!r} names no "
+                                  "seed<k>/ folder: the EntityNLM row's seed is the checkpoint's "
+                                  "training seed")  # fmt: skip
+        return found.group(1), (root / checkpoint).parent
+    if predictor in ("always_new", "human"):
+        return "1", None
+    return str((cfg.get("shallow") or {}).get("seed", 13)), None
+
+
+def _prediction_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
+    """seed -> {dev, test: the row's accuracy figures (test: the InScript sample's test_sample
+    where that is what was scored), test_split, wall_time_s, and, for EntityNLM, its training
+    seed's best_epoch and epochs_run}."""
+    corpus, predictor, metrics = prediction_row(root, item)
+    seed, folder = prediction_seed(root, predictor)
+    per = metrics["accuracy"][predictor]
+    test_split = next((sp for sp in ("test", "test_sample") if sp in per), "test")
+    out: dict[str, Any] = {"dev": per.get("dev"), "test": per.get(test_split),
+                           "test_split": test_split, "wall_time_s": metrics.get("seconds"),
+                           "corpus": corpus, "predictor": predictor, "device": "cpu"}  # fmt: skip
+    trained = folder / "metrics.json" if folder else None
+    if trained is not None and trained.is_file():
+        seed_metrics_ = json.loads(trained.read_text())
+        out.update({k: seed_metrics_.get(k) for k in ("best_epoch", "epochs_run")})
+        out["device"] = str(seed_metrics_.get("device", "cpu"))
+    return {seed: out}
+
+
 def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
     from tasks.graphs.stage import ablation_entry, graph_settings
 
@@ -105,11 +206,17 @@ def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
     return {str(entry.corrupt_seed): json.loads(path.read_text())}
 
 
-def overrides(root: Path) -> list[str]:
-    """params.yaml's settings that differ from HEAD's, as `key=value` (dvc exp run -S form)."""
+def overrides(root: Path, stage: str | None = None) -> list[str]:
+    """params.yaml's settings that differ from HEAD's, as `key=value` (dvc exp run -S form).
+    entity_prediction: the EntityNLM checkpoint's seed<k> is the record's seed, not a setting,
+    so it reads seed{seed} there (the seeds of one setting merge into one record)."""
     head = subprocess.run(["git", "show", "HEAD:params.yaml"], cwd=root, capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
-    return sorted(_diff(yaml.safe_load(head), yaml.safe_load((root / "params.yaml").read_text())))
+    out = _diff(yaml.safe_load(head), yaml.safe_load((root / "params.yaml").read_text()))
+    if stage == "entity_prediction":
+        out = [re.sub(r"(?<=[\"/])seed\d+/", "seed{seed}/", o)
+               if o.startswith("entity_prediction") else o for o in out]  # fmt: skip
+    return sorted(out)
 
 
 def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -166,19 +273,30 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
     seeds = seed_metrics(root, stage, item)
     metrics = {}
     for spec in STAGE_METRICS[stage]:
+        if stage == "entity_prediction":
+            metrics.update(_prediction_entry(spec, seeds))
+            continue
         values = {s: (None if _at(m, spec.key) is None else round(_at(m, spec.key) * spec.scale, 4))
                   for s, m in seeds.items()}  # fmt: skip
+        if stage == "train_entitynlm" and all(v is None for v in values.values()):
+            continue
         sizes = {_at(m, spec.size_key) for m in seeds.values()} if spec.size_key else {None}
         metrics[spec.name] = metric_entry(values, split=spec.split,
                                           split_size=sizes.pop() if len(sizes) == 1 else None,
                                           unit=spec.unit, better=spec.better)  # fmt: skip
-    runs = mlflow_runs(stage, item, list(seeds))
+    if stage == "entity_prediction":  # one stage run per corpus, under the shallow seed
+        corpus = next(iter(seeds.values()))["corpus"]
+        shallow = str((_prediction_settings(root).get("shallow") or {}).get("seed", 13))
+        found = mlflow_runs(stage, corpus, [shallow]).get(shallow)
+        runs = {s: found for s in seeds} if found else {}
+    else:
+        runs = mlflow_runs(stage, item, list(seeds))
     commits = sorted({r["git_sha"] for r in runs.values()}) or [git_sha(root)]
     numerics = sorted({r["numerics"] for r in runs.values()}) or ["unknown"]
     return new_record(
         id=record_id(preset, stage, item), paper=PAPERS.get(stage, stage), table=table, row=row,
         source="run", stage=stage, item=item, preset=preset, scale=scale,
-        overrides=overrides(root), metrics=metrics,
+        overrides=overrides(root, stage), metrics=metrics,
         data={p: storage.sha256_of(root / p) for p in data},
         commit=", ".join(commits), numerics="; ".join(numerics),
         device=", ".join(sorted({str(m.get("device", "unknown")) for m in seeds.values()})),
@@ -189,6 +307,23 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         mlflow_run_ids={s: r["run_id"] for s, r in runs.items()},
         recorded_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )  # fmt: skip
+
+
+def _prediction_entry(spec: MetricSpec, seeds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An entity_prediction row's accuracy on spec.split (its figures as the stage wrote them:
+    {accuracy, n, ...}), as a percentage; absent where the row was not scored on that split."""
+    figures = {s: m.get(spec.key) for s, m in seeds.items()}
+    if all(not f for f in figures.values()):
+        return {}
+    values = {s: None if not f else round(f["accuracy"] * spec.scale, 4)
+              for s, f in figures.items()}  # fmt: skip
+    sizes = {f["n"] for f in figures.values() if f}
+    split = spec.split
+    if spec.split == "test":
+        split = next(iter({m["test_split"] for m in seeds.values()}))
+    return {spec.name: metric_entry(values, split=split,
+                                    split_size=sizes.pop() if len(sizes) == 1 else None,
+                                    unit=spec.unit, better=spec.better)}  # fmt: skip
 
 
 def write(record: dict[str, Any], out: Path) -> Path:

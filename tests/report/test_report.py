@@ -663,3 +663,53 @@ def test_entitynlm_table_1_at_each_n_with_the_bounds_under_it(tmp_path, metrics,
         "170.00 | 3, 0 of 6 |"
     )
     assert _line(t1, "| all |").startswith("| all | 5 | 1800 | 141.00 ± 0.50 |")
+
+
+def test_entitynlm_table_1_under_each_reading_with_the_papers_beside_its_reading(
+    tmp_path, metrics, spec
+):
+    """Issue #56.1: with the readings in the metrics, EntityNLM's row is the comparable
+    reading (the paper's number beside it), the other readings follow (no paper number), the
+    marginal keeps its figure, and the order EntityNLM < RNNLM < 5-gram is stated per reading."""
+    paths = _entitynlm_metrics(tmp_path, metrics)  # the 5-gram at 150.00 ± 0
+    stat = lambda m, s=0.0, n=3: {"mean": m, "std": s, "n": n}  # noqa: E731
+    readings = {"marginal": {"dev_ppl": stat(128.0), "test_ppl": stat(146.0, 4.0)},
+                "words_is": {"dev_ppl": stat(100.0), "test_ppl": stat(110.0, 3.0)},
+                "words_q_mix": {"dev_ppl": stat(120.0), "test_ppl": stat(139.0, 2.0)},
+                "words_q_mean": {"dev_ppl": stat(125.0), "test_ppl": stat(141.0, 2.0)},
+                "words_gold": {"dev_ppl": stat(115.0), "test_ppl": stat(120.0, 1.0)}}  # fmt: skip
+    test = {"is_ppl": stat(146.0, 0.25), "is_samples": 100,
+            "readings": {"words_is": {"ppl": stat(110.0, 0.75)}}}  # fmt: skip
+    _write(Path(paths["entitynlm"]) / "entitynlm.json",
+           {"model": "entitynlm", "dataset": "gum-gold+litbank-gold", "seeds": 3,
+            "dev_ppl": stat(128.0), "test_ppl": stat(146.0, 4.0), "is_samples": 100,
+            "readings": readings, "selected_seed": 1, "selected": {"test": test},
+            "vocab_size": 300, "tokens": {"test": 9000}, "epochs_run": 3})  # fmt: skip
+    _write(Path(paths["entitynlm"]) / "rnnlm.json",
+           {"model": "rnnlm", "dataset": "gum-gold+litbank-gold", "seeds": 3,
+            "dev_ppl": stat(130.0), "test_ppl": stat(140.0, 1.0), "vocab_size": 300,
+            "tokens": {"test": 9000}})  # fmt: skip
+    text = _build(tmp_path, paths)
+    t1 = text.split("Table 1 — language modelling", 1)[1].split("\n## ", 1)[0]
+    paper = _row(spec, "entitynlm-lm", "entitynlm")["values"]["test_ppl"]
+    assert _line(t1, "| EntityNLM | ").startswith(
+        f"| EntityNLM | `entitynlm` `words_is` | 110.00 ± 3.00 ({paper:.2f}) | 100.00 | "
+        "± 0.75 over 3 sampling seeds"
+    )
+    assert _line(t1, "| EntityNLM, (a) marginal").split(" | ")[1:5] == [
+        "`entitynlm` `marginal`",
+        "146.00 ± 4.00 (—)",
+        "128.00",
+        "± 0.25 over 3 sampling seeds",
+    ]
+    assert "| 120.00 ± 1.00 (—) | 115.00 | exact (gold R, E, L) |" in _line(t1, "| EntityNLM, (c)")
+    assert "reading `words_is`, the one the paper's number is comparable to" in t1
+    assert (
+        _line(t1, "| `words_is` |")
+        == "| `words_is` | yes, beyond the spread | yes, beyond the spread |"
+    )
+    assert (
+        _line(t1, "| `words_q_mix` |")
+        == "| `words_q_mix` | yes, within the spread | yes, beyond the spread |"
+    )
+    assert _line(t1, "| `marginal` |").startswith("| `marginal` | no |")

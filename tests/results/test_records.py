@@ -115,3 +115,118 @@ def test_a_merge_keeps_every_seeds_commit_and_host_and_refuses_other_data():
     assert merged["numerics"] == "native"
     with pytest.raises(CorefreproError, match="read other data"):
         merge(old, {**new, "data": {"g": "2"}})
+
+
+# --------------------------------------------------------------------------- entity prediction
+
+
+def _prediction_workspace(root, checkpoint_seed: int, entitynlm_dev: float) -> None:
+    """metrics/entity_prediction/inscript.json as the stage writes it (the InScript test sample
+    scored: test_sample), the EntityNLM checkpoint's seed folder with its training metrics, and
+    params.yaml naming that checkpoint."""
+    acc = lambda a, n: {"accuracy": a, "n": n, "correct": round(a * n)}  # noqa: E731
+    metrics = {"corpus": "inscript", "seconds": 12.5,
+               "accuracy": {"always_new": {"dev": acc(0.332, 1708), "test_sample": acc(0.35, 216)},
+                            "shallow": {"dev": acc(0.43, 1708), "test_sample": acc(0.45, 216)},
+                            "shallow-rich": {"dev": acc(0.54, 1708)},
+                            "human": {"test_sample": acc(0.77, 216)},
+                            "entitynlm": {"dev": acc(entitynlm_dev, 1708),
+                                          "test_sample": acc(0.625, 216)}}}  # fmt: skip
+    (root / "metrics/entity_prediction").mkdir(parents=True, exist_ok=True)
+    (root / "metrics/entity_prediction/inscript.json").write_text(json.dumps(metrics))
+    folder = root / f"artifacts/train_entitynlm/entitynlm/seed{checkpoint_seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.json").write_text(json.dumps({"best_epoch": 45, "epochs_run": 48,
+                                                     "device": "cpu"}))  # fmt: skip
+    (root / "params.yaml").write_text(
+        "train_mage:\n  seeds: [1, 2]\nentity_prediction:\n  shallow: {seed: 13}\n"
+        f"  entitynlm: {{checkpoint: artifacts/train_entitynlm/entitynlm/seed{checkpoint_seed}"
+        "/best.pt}\n"
+    )
+
+
+def _build_prediction(root, item):
+    return record_cli.build("entity_prediction", item, preset="entitynlm-prediction", scale=None,
+                            table="Table 3", row=item, data=[], root=root)  # fmt: skip
+
+
+def test_entity_prediction_rows_become_records_and_the_checkpoint_seeds_merge(workspace):
+    """Issue #56: each Table 3 row (always-new, shallow, shallow-rich, human, EntityNLM) is a
+    record; EntityNLM's seed is its checkpoint's training seed, so running the stage once per
+    checkpoint and recording each merges the seeds into one record."""
+    _prediction_workspace(workspace, 1, 0.64)
+    out = workspace / "results"
+    new = _build_prediction(workspace, "inscript-always-new")
+    assert record_problems(new) == [] and new["id"] == (
+        "entitynlm-prediction/entity_prediction/inscript-always-new"
+    )
+    assert new["metrics"]["dev_accuracy"]["per_seed"] == {"1": 33.2}
+    test = new["metrics"]["test_accuracy"]
+    assert test["split"] == "test_sample" and test["split_size"] == 216 and test["mean"] == 35.0
+    assert _build_prediction(workspace, "inscript-shallow")["metrics"]["dev_accuracy"][
+        "per_seed"
+    ] == {"13": 43.0}
+    rich = _build_prediction(workspace, "inscript-shallow-rich")
+    assert list(rich["metrics"]) == ["dev_accuracy"]  # not scored on test: no test figure
+    human = _build_prediction(workspace, "inscript-human")
+    assert list(human["metrics"]) == ["test_accuracy"]
+    first = _build_prediction(workspace, "inscript-entitynlm")
+    assert first["epochs"] == {"1": {"best": 45, "run": 48}} and first["wall_time_s"] == {"1": 12.5}
+    shown = " ".join(first["overrides"])  # the setting, the checkpoint's seed left out
+    assert "train_entitynlm/entitynlm/seed{seed}/best.pt" in shown and "seed1" not in shown
+    record_cli.write(first, out)
+    _prediction_workspace(workspace, 2, 0.66)
+    merged = json.loads(record_cli.write(_build_prediction(workspace, "inscript-entitynlm"),
+                                         out).read_text())  # fmt: skip
+    dev = merged["metrics"]["dev_accuracy"]
+    assert dev["per_seed"] == {"1": 64.0, "2": 66.0} and dev["n"] == 2 and dev["mean"] == 65.0
+    assert merged["paper"] == "Ji et al. 2017 (EntityNLM)"
+
+
+def test_an_unknown_prediction_row_or_a_seedless_checkpoint_is_one_error(workspace):
+    _prediction_workspace(workspace, 1, 0.64)
+    with pytest.raises(CorefreproError, match=r"inscript.json: no predictor 'modi'"):
+        _build_prediction(workspace, "inscript-modi")
+    with pytest.raises(CorefreproError, match=r"no <corpus>.json for item 'gum-shallow'"):
+        _build_prediction(workspace, "gum-shallow")
+    (workspace / "params.yaml").write_text(
+        "entity_prediction:\n  entitynlm: {checkpoint: models/best.pt}\n"
+    )
+    with pytest.raises(CorefreproError, match=r"'models/best.pt' names no seed<k>/ folder"):
+        _build_prediction(workspace, "inscript-entitynlm")
+
+
+def test_table_1_records_carry_each_entitynlm_reading_and_the_rnnlm_its_perplexity(workspace):
+    """Issue #56.1's record path: a train_entitynlm seed's metrics.json as the stage writes it;
+    EntityNLM's record holds the headline (the marginal) and every reading, the RNNLM's its
+    perplexity under the same names and no readings."""
+    stat = lambda m: {"mean": m, "std": 0.5, "n": 3}  # noqa: E731
+    for seed, shift in ((1, 0.0), (2, 2.0)):
+        split = lambda base, shift=shift: {"is_ppl": stat(base + shift), "tokens": 900,  # noqa: E731
+                              "words_given_rel_ppl": base - 30 + shift,
+                              "readings": {k: {"ppl": stat(base - d + shift)} for k, d in
+                                           (("words_is", 20), ("words_q_mix", 5),
+                                            ("words_q_mean", 3))}}  # fmt: skip
+        folder = workspace / f"artifacts/train_entitynlm/entitynlm/seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps(
+            {"model": "entitynlm", "dev": split(140.0), "test": split(150.0), "best_epoch": 3,
+             "epochs_run": 5, "device": "cpu"}))  # fmt: skip
+    folder = workspace / "artifacts/train_entitynlm/rnnlm/seed1"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(
+        {"model": "rnnlm", "dev": {"ppl": 130.0, "tokens": 800},
+         "test": {"ppl": 145.0, "tokens": 900}}))  # fmt: skip
+
+    def build(item):
+        return record_cli.build("train_entitynlm", item, preset="entitynlm-lm", scale=None,
+                                table="Table 1", row=item, data=[], root=workspace)  # fmt: skip
+
+    enlm = build("entitynlm")["metrics"]
+    assert enlm["test_ppl"]["per_seed"] == {"1": 150.0, "2": 152.0}
+    assert enlm["test_ppl_words_is"]["per_seed"] == {"1": 130.0, "2": 132.0}
+    assert enlm["dev_ppl_words_gold"]["mean"] == 111.0 and enlm["test_ppl"]["split_size"] == 900
+    assert {"dev_ppl_words_q_mix", "test_ppl_words_q_mean"} <= set(enlm)
+    rnn = build("rnnlm")["metrics"]
+    assert sorted(rnn) == ["dev_ppl", "test_ppl"] and rnn["test_ppl"]["per_seed"] == {"1": 145.0}
+    assert rnn["dev_ppl"]["split_size"] == 800 and rnn["test_ppl"]["better"] == "lower"
