@@ -663,3 +663,13 @@ def test_entitynlm_table_1_at_each_n_with_the_bounds_under_it(tmp_path, metrics,
         "170.00 | 3, 0 of 6 |"
     )
     assert _line(t1, "| all |").startswith("| all | 5 | 1800 | 141.00 ± 0.50 |")
+
+
+def test_the_preamble_names_the_numerics_of_a_native_run():
+    """Issue #57.1: a report made on the host's fastest kernels (a preset, an experiment) says
+    so in its provenance; the committed lock's portable report is unchanged."""
+    from tasks.report.build import _preamble
+
+    native = "\n".join(_preamble("synthetic-gold", {}, mode="native"))
+    assert "Numerics of this workspace's run: `native` (params.yaml numerics)" in native
+    assert "Numerics" not in "\n".join(_preamble("synthetic-gold", {}, mode="portable"))
