@@ -181,14 +181,14 @@ def test_exp_run_restores_persisted_outputs_and_repro_keeps_them(tmp_path):
 
 
 BAD = {
-    "scales:\n  cpu: {cost: x}\n": "scales: must have cpu and paper",
-    "scales:\n  cpu: {cost: x}\n  paper: {cost: y, overides: []}\n": "scales.paper.overides: unknown setting (did you mean overrides?)",
-    "overrides: [corpora]\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "'corpora' (item 0) is not key=value",
-    "smoke: {targets: [train_mage], overrides: [x=1, y]}\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke.overrides: 'y' (item 1) is not key=value",
-    "scales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke: missing setting (it has no default)",
-    "scales:\n  cpu: {cost: x, numerics: native, threads: 1}\n  paper: {cost: y}\n": "scales.cpu.hours: missing setting",
-    "scales:\n  cpu: {cost: x, hours: '1', numerics: fast, threads: 1}\n  paper: {cost: y}\n": "scales.cpu.numerics",
-    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 0}\n  paper: {cost: y}\n": "scales.cpu.threads: 0: expected a count or 'not stated'",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n": "scales: must have cpu and paper",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1, overides: []}\n": "scales.paper.overides: unknown setting (did you mean overrides?)",
+    "overrides: [corpora]\nscales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "'corpora' (item 0) is not key=value",
+    "smoke: {targets: [train_mage], overrides: [x=1, y]}\nscales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "smoke.overrides: 'y' (item 1) is not key=value",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "smoke: missing setting (it has no default)",
+    "scales:\n  cpu: {cost: x, numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "scales.cpu.hours: missing setting",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: fast, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "scales.cpu.numerics",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 0}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "scales.cpu.threads: 0: expected a count or 'not stated'",
 }
 SMOKE = "smoke: {targets: [train_mage]}\n"
 
