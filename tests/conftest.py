@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 # the numeric path every stage runs on (tasks/core/numerics.py), set before torch/numpy load,
-# so what a test computes in this process matches what a stage computes
+# so what a test computes in this process matches what a stage computes: portable (the
+# committed lock's), whatever params.yaml's numerics says after an experiment
 from tasks.core.numerics import PINNED, pin  # noqa: E402
 
-pin()
+pin(params_file=None)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # what another host's shell or CPU could pick: each library's oldest kernels, more threads.

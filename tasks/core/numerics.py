@@ -39,9 +39,19 @@ With both, tests/core/numerics_probe.py (LSTM, conv, linear, Adam, numpy, OpenBL
 writes the same bytes on this host and on an emulated AMD EPYC and Intel Haswell
 (tests/core/test_numerics.py).
 
-`COREFREPRO_NUMERICS=native` opts out (the host's fastest kernels, the user's own variables):
-faster, but outputs then differ from the committed dvc.lock in the last bits on other hosts.
-The cost of pinning, per model family, is measured by tests/core/test_bench_numerics.py.
+Where the promise holds (issue #57.1): the pin costs 1.4-5.5x in training step time, and it
+pays only where bytes are committed -- the embedded default, its dvc.lock, CI. The mode is
+params.yaml's top-level `numerics` (portable | native), a param every stage of dvc.yaml
+tracks, so a changed mode reruns every stage and dvc.lock records the mode each output was
+made in; params.yaml says portable (the committed default), the presets set native
+(tasks/core/presets.py), and `-S numerics=portable` puts a preset back on the pinned path.
+tests/core/test_numerics.py fails when the committed dvc.lock records any other mode than
+portable. Under DVC (DVC_STAGE set) the tracked setting decides: COREFREPRO_NUMERICS, when the
+shell sets it, must agree, so no lock can record portable for outputs made natively. Outside
+DVC (a probe, a benchmark, a stage module run by hand) COREFREPRO_NUMERICS=native|portable
+overrides params.yaml. Native is the host's fastest kernels and the user's own variables:
+reproducible on that host only. The cost of pinning, per model family, is measured by
+tests/core/test_bench_numerics.py.
 
 GPU training is not covered: cuDNN/cuBLAS pick algorithms per GPU model and driver, so a GPU
 run is reproducible on the same GPU model, software and settings, not across GPU models.
@@ -61,9 +71,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tasks.core.config import PARAMS_FILE, read_yaml  # yaml only: no numeric library loads
+
 T = TypeVar("T")
 
 MODE_ENV = "COREFREPRO_NUMERICS"
+PARAM = "numerics"  # params.yaml's top-level setting, tracked by every stage of dvc.yaml
+STAGE_ENV = "DVC_STAGE"  # DVC sets it for every stage command it runs
 NUMBA_CACHE_ENV = "NUMBA_CACHE_DIR"
 # numba's compiled-code cache: the project's own (gitignored), not __pycache__ beside the code
 DEFAULT_JIT_CACHE = Path(__file__).resolve().parents[2] / "data" / "cache" / "numba"
@@ -92,24 +106,73 @@ log = logging.getLogger("corefrepro")
 
 
 class NumericsModeError(SystemExit):
-    """COREFREPRO_NUMERICS set to something else than portable or native."""
+    """A numerics mode other than portable or native, or a shell that contradicts the mode a
+    DVC stage tracks."""
 
 
-def mode() -> str:
-    """portable (the default) or native, from COREFREPRO_NUMERICS."""
-    value = os.environ.get(MODE_ENV, "portable").strip().lower() or "portable"
+_PINNED: list[str] = []  # the mode pin() chose in this process
+
+
+def _checked(value: str, where: str) -> str:
+    """*value* if it is a mode, else the one-line error naming *where* it was set."""
     if value not in MODES:
-        raise NumericsModeError(f"{MODE_ENV}={value!r}: expected one of {', '.join(MODES)}")
+        raise NumericsModeError(f"{where}: expected one of {', '.join(MODES)}")
     return value
 
 
-def pin() -> str:
+def _shell() -> str | None:
+    """COREFREPRO_NUMERICS as the shell sets it (None when unset or empty)."""
+    value = os.environ.get(MODE_ENV, "").strip().lower()
+    return _checked(value, f"{MODE_ENV}={value!r}") if value else None
+
+
+def configured(params_file: Path | None = PARAMS_FILE) -> str | None:
+    """params.yaml's `numerics` (portable or native); None without the file or the key."""
+    if params_file is None or not Path(params_file).is_file():
+        return None
+    data = read_yaml(params_file)
+    value = data.get(PARAM) if isinstance(data, dict) else None
+    if value is None:
+        return None
+    value = str(value).strip().lower()
+    return _checked(value, f"{params_file}: {PARAM}: {value!r}")
+
+
+def mode(params_file: Path | None = PARAMS_FILE) -> str:
+    """The mode of this process: COREFREPRO_NUMERICS when set, else the one pin() chose, else
+    params.yaml's `numerics`, else portable."""
+    return _shell() or (_PINNED[-1] if _PINNED else None) or configured(params_file) or "portable"
+
+
+def stage_mode(params_file: Path | None = PARAMS_FILE) -> str:
+    """The mode of a stage DVC runs: params.yaml's `numerics`, the value dvc.lock records.
+    COREFREPRO_NUMERICS may only agree with it: a shell's `native` under a lock that says
+    portable would commit native bytes as portable ones (issue #57.1)."""
+    tracked = configured(params_file) or "portable"
+    shell = _shell()
+    if shell is not None and shell != tracked:
+        raise NumericsModeError(
+            f"{MODE_ENV}={shell} but {params_file} says {PARAM}: {tracked}, the mode DVC "
+            f"records for this stage ({os.environ.get(STAGE_ENV)}): set it there "
+            f"(`dvc exp run -S {PARAM}={shell}`; the presets run native) and unset {MODE_ENV}"
+        )
+    return tracked
+
+
+def pin(params_file: Path | None = PARAMS_FILE) -> str:
     """Set the switches of PINNED in this process's environment (inherited by its children)
-    unless COREFREPRO_NUMERICS=native; returns the mode. Call before torch/numpy load. Either
-    way numba caches its compiled code under the project's cache (NUMBA_CACHE_DIR, unless
-    the shell sets it), where `heal_jit_cache` can clear it."""
+    unless the mode is native; returns the mode. The mode: a DVC stage's tracked setting
+    (stage_mode), else mode(); *params_file* None ignores params.yaml (the tests: portable
+    unless COREFREPRO_NUMERICS says otherwise). Call before torch/numpy load. Either way numba
+    caches its compiled code under the project's cache (NUMBA_CACHE_DIR, unless the shell sets
+    it), where `heal_jit_cache` can clear it."""
     os.environ.setdefault(NUMBA_CACHE_ENV, str(DEFAULT_JIT_CACHE))
-    chosen = mode()
+    if os.environ.get(STAGE_ENV):
+        chosen = stage_mode(params_file)
+        os.environ[MODE_ENV] = chosen  # the stage's children run the same mode
+    else:
+        chosen = _shell() or configured(params_file) or "portable"
+    _PINNED.append(chosen)
     if chosen == "native":
         return chosen
     already = all(os.environ.get(k) == v for k, v in PINNED.items())

@@ -16,13 +16,23 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
     targets: [entity_prediction@inscript]   # what `dvc exp run` reproduces (and what it needs)
     overrides: [...]              # both scales
     scales:
-      cpu:   {overrides: [...], cost: "..."}   # measured on the development machine (source)
-      paper: {overrides: [...], cost: "..."}
+      cpu:                        # measured on the development machine (source)
+        overrides: [...]
+        hours: "about 3-4"        # the whole run on this CPU, as the cost text states it
+        gpu_hours: not measured   # (the default) or the text's GPU figure
+        numerics: native          # what the figures were measured with: native, portable
+        threads: 1                # or "not stated" where the text does not say
+        cost: "..."               # the detail: per step/epoch, the whole run, the source
+      paper: {...}
     smoke:                        # after either scale: the embedded data, one batch per epoch
       targets: [...]              # (CI runs every preset so: tests/flows/test_pipeline.py)
       overrides: [...]
 
-    uv run python -m tasks.core.presets list
+Every preset sets `numerics=native` (issue #57.1): its outputs are never the committed lock, so
+it runs the host's fastest kernels; `-- -S numerics=portable` runs it on the pinned path
+(docs/reproducibility.md).
+
+    uv run python -m tasks.core.presets list     # a line per preset and scale, then the detail
     uv run python -m tasks.core.presets show entitynlm-prediction --scale paper
     uv run python -m tasks.core.presets run entitynlm-prediction --scale cpu [-- --queue ...]
     uv run python -m tasks.core.presets run entitynlm-prediction --scale paper --smoke -- --temp
@@ -45,6 +55,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tasks.core.config import REPO_ROOT, read_yaml
 from tasks.core.errors import CorefreproError
@@ -55,12 +66,45 @@ Scale = str  # cpu, paper, or a further scale a preset names (e.g. cpu-converged
 REQUIRED_SCALES = ("cpu", "paper")
 
 
+NUMERICS = ("native", "portable", "not stated")  # what a cost was measured with
+NOT_STATED = "not stated"
+SUMMARY_WIDTH = 60  # the longest `hours` / `gpu_hours`: a summary fits one line
+
+
 @dataclass
 class ScaleSettings:
-    """One scale of a preset: its own overrides (after the preset's shared ones) and cost."""
+    """One scale of a preset: its own overrides (after the preset's shared ones) and cost:
+    the summary `list` prints first (hours on this CPU and on a GPU, the numerics mode and
+    thread count they were measured with), then the detail."""
 
     cost: str  # measured cost per step/epoch and the whole run; the source of each figure
+    hours: str  # the whole run on this CPU, as the cost text states it (or "not stated")
+    numerics: Literal["native", "portable", "not stated"]
+    threads: int | str  # threads a job, or "not stated"
+    gpu_hours: str = "not measured"
     overrides: list[str] = field(default_factory=list)
+
+    def validate(self, path: str) -> None:
+        problems = [f"{key_path(path, k)}: {v!r} is longer than {SUMMARY_WIDTH} characters "
+                    "(the detail goes in cost)" for k, v in
+                    (("hours", self.hours), ("gpu_hours", self.gpu_hours))
+                    if len(v) > SUMMARY_WIDTH]  # fmt: skip
+        if not (self.threads == NOT_STATED or (isinstance(self.threads, int)
+                                                and self.threads >= 1)):  # fmt: skip
+            problems.append(f"{key_path(path, 'threads')}: {self.threads!r}: expected a count "
+                            f"or {NOT_STATED!r}")  # fmt: skip
+        if problems:
+            raise ConfigError(problems)
+
+    def summary(self) -> list[str]:
+        """hours on this CPU, GPU hours, and what they were measured with."""
+        mode = "mode not stated" if self.numerics == NOT_STATED else self.numerics
+        threads = ("threads not stated" if self.threads == NOT_STATED
+                   else f"{self.threads} thread{'s' * (self.threads != 1)}")  # fmt: skip
+        measured = (
+            NOT_STATED if self.numerics == self.threads == NOT_STATED else f"{mode}, {threads}"
+        )
+        return [self.hours, self.gpu_hours, measured]
 
 
 @dataclass
@@ -220,16 +264,30 @@ def resume_hint(name: str, scale: Scale, smoke: bool, extra: list[str]) -> str:
     return shlex.join([*argv, *(["--smoke"] if smoke else []), *(["--", *pairs] if pairs else [])])
 
 
+SUMMARY_HEADER = ("preset", "scale", "hours (this CPU)", "GPU hours", "measured with")
+
+
 def _list() -> int:
-    """Every preset with its scales' costs; a broken file is flagged, the rest still listed."""
-    broken = 0
+    """A line per preset and scale (hours on this CPU, GPU hours, the numerics mode and
+    threads they were measured with), then every preset's title and costs in detail; a broken
+    file is flagged, the rest still listed."""
+    loaded: dict[str, Preset] = {}
+    broken = []
     for name in names():
         try:
-            preset = load(name)
+            loaded[name] = load(name)
         except CorefreproError as exc:
-            print(f"{name}: BROKEN: {exc}")
-            broken += 1
-            continue
+            broken.append(f"{name}: BROKEN: {exc}")
+    rows = [list(SUMMARY_HEADER)] + [[name, scale, *cfg.summary()]
+                                     for name, preset in loaded.items()
+                                     for scale, cfg in preset.scales.items()]  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(SUMMARY_HEADER) - 1)]
+    for row in rows:
+        print("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]))
+    print()
+    for line in broken:
+        print(line)
+    for name, preset in loaded.items():
         print(f"{name}: {preset.title}")
         for scale, cfg in preset.scales.items():
             print(f"  {scale}: {' '.join(cfg.cost.split())}")
@@ -241,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tasks.core.presets", description=__doc__.split("\n\n")[0]
     )
     sub = parser.add_subparsers(dest="verb", required=True)
-    sub.add_parser("list", help="every preset with its scales' costs")
+    sub.add_parser("list", help="a line per preset and scale, then every cost in detail")
     helps = {"show": "print the dvc exp run command of a preset", "run": "run it",
              "resume": "continue an interrupted run with dvc repro (keeps each last.pt)"}  # fmt: skip
     for verb, help_ in helps.items():

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tasks.core import numerics
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
 from tasks.report import common, figures
@@ -87,7 +88,12 @@ def load_measured(metrics_dirs: ReportMetrics, secs: Sequence[Section]) -> dict[
     return {sec.source: sec.load(resolve_path(metrics_dirs.of(sec.source))) for sec in secs}
 
 
-def _preamble(annotation: str | None, papers: Mapping[str, Mapping]) -> list[str]:
+def _preamble(
+    annotation: str | None, papers: Mapping[str, Mapping], mode: str | None = None
+) -> list[str]:
+    """The report's opening; *mode*: this run's numerics (tasks/core/numerics.py), named when
+    it is not the committed lock's portable path (a preset or an experiment run natively)."""
+    mode = mode or numerics.mode()
     return [
         "# Results beside the papers' tables",
         "",
@@ -106,6 +112,16 @@ def _preamble(annotation: str | None, papers: Mapping[str, Mapping]) -> list[str
         f'"{DASH}" marks a number not measured or not printed by the paper. Reader annotation '
         f"run of this workspace's run: `{annotation or DASH}` (params.yaml train_mage.data).",
         "",
+        *(
+            []
+            if mode == "portable"
+            else [
+                f"Numerics of this workspace's run: `{mode}` (params.yaml numerics): the host's "
+                "fastest kernels, so its figures reproduce on this host only, not the committed "
+                "dvc.lock's bytes (docs/reproducibility.md).",
+                "",
+            ]
+        ),
     ]
 
 

@@ -1,8 +1,10 @@
 """tasks/core/numerics.py: a stage process computes the same bits whatever the user's shell
-sets for the libraries' kernel switches (issue #30.1), and opting out restores them."""
+sets for the libraries' kernel switches (issue #30.1), and opting out restores them; the mode
+is params.yaml's numerics, tracked by every stage, portable in the committed lock (#57.1)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -10,7 +12,7 @@ import sys
 
 import pytest
 
-from tasks.core import numerics
+from tasks.core import config, numerics
 from tests.conftest import OLDEST_KERNELS, REPO_ROOT
 
 SWITCHES = (*numerics.PINNED, *numerics.CLEARED, numerics.MODE_ENV)
@@ -48,6 +50,7 @@ def test_native_keeps_the_outer_settings_and_they_change_the_bytes(tmp_path):
 
 
 def test_pin_overrides_the_shell_and_native_leaves_it(monkeypatch):
+    monkeypatch.setattr(numerics, "_PINNED", list(numerics._PINNED))  # this process stays portable
     for key in SWITCHES:
         monkeypatch.delenv(key, raising=False)
     for key, value in OLDEST.items():
@@ -167,3 +170,121 @@ def test_the_probe_writes_the_same_bytes_on_an_emulated_cpu(tmp_path, cpu="EPYC-
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert out.read_bytes() == host
+
+
+# ------------------------------------------------- where the promise holds (issue #57.1)
+
+
+@pytest.fixture
+def stage_process(monkeypatch):
+    """This process as a stage DVC runs (DVC_STAGE set, COREFREPRO_NUMERICS unset) whose pin
+    record and mode variable are put back afterwards."""
+    monkeypatch.setattr(numerics, "_PINNED", list(numerics._PINNED))
+    monkeypatch.setenv(numerics.STAGE_ENV, "train_mage@ga-syn2")
+    monkeypatch.setenv(numerics.MODE_ENV, "")  # empty: unset (and restored afterwards)
+    return monkeypatch
+
+
+def _params(tmp_path, mode: str):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"corpora: [synthetic]\nnumerics: {mode}\ntrain_mage: {{seeds: [1]}}\n")
+    return path
+
+
+def test_every_stage_tracks_the_numerics_mode():
+    """dvc.yaml: `numerics` is a param of every stage, so a changed mode reruns every stage
+    and dvc.lock records the mode each output was made in."""
+    stages = config.read_yaml(REPO_ROOT / "dvc.yaml")["stages"]
+    untracked = [name for name, stage in stages.items()
+                 if numerics.PARAM not in (stage.get("do", stage).get("params") or [])]  # fmt: skip
+    assert stages and not untracked
+
+
+def not_portable(lock: dict, numerics_md5: str) -> dict[str, object]:
+    """The stages of a dvc.lock made by this tasks/core/numerics.py (its md5 among their
+    deps) that do not record numerics: portable, with what they record. An entry made by
+    another version of it is a stale lock, whatever its mode: `dvc status` names it, and the
+    next `dvc repro` rewrites it under this rule."""
+    other = {}
+    for name, entry in (lock.get("stages") or {}).items():
+        deps = {d.get("path"): d.get("md5") for d in entry.get("deps") or []}
+        if deps.get("tasks/core/numerics.py") != numerics_md5:
+            continue
+        mode = ((entry.get("params") or {}).get("params.yaml") or {}).get(numerics.PARAM)
+        if mode != "portable":
+            other[name] = mode
+    return other
+
+
+def test_the_committed_lock_was_made_on_the_portable_path():
+    """The bytes in git come from the pinned kernels only: params.yaml says portable, and no
+    stage of dvc.lock made by this code records another mode. A lock made with
+    `-S numerics=native` (a preset, an experiment) fails here: restore params.yaml and dvc.lock
+    from git, or reproduce them in portable mode."""
+    assert numerics.configured(REPO_ROOT / "params.yaml") == "portable"
+    md5 = hashlib.md5((REPO_ROOT / "tasks/core/numerics.py").read_bytes()).hexdigest()
+    other = not_portable(config.read_yaml(REPO_ROOT / "dvc.lock"), md5)
+    assert not other, f"dvc.lock stages not made in portable mode: {other}"
+
+
+def test_the_lock_check_flags_a_native_or_unrecorded_stage_made_by_this_code():
+    def entry(md5, mode=None):
+        params = {"params.yaml": {"train_mage.seeds": [1], **({"numerics": mode} if mode else {})}}
+        return {"deps": [{"path": "flows/x.py", "md5": "a"},
+                         {"path": "tasks/core/numerics.py", "md5": md5}], "params": params}  # fmt: skip
+
+    lock = {"stages": {"a": entry("now", "portable"), "b": entry("now", "native"),
+                       "c": entry("now"), "d": entry("before", "native")}}  # fmt: skip
+    assert not_portable(lock, "now") == {"b": "native", "c": None}
+
+
+def test_a_dvc_stage_runs_the_mode_params_yaml_tracks(tmp_path, stage_process):
+    assert numerics.pin(_params(tmp_path, "native")) == "native"
+    assert os.environ[numerics.MODE_ENV] == "native"  # its children run the same mode
+    assert numerics.describe() == "native"
+    stage_process.setenv(numerics.MODE_ENV, "")
+    assert numerics.pin(_params(tmp_path, "portable")) == "portable"
+    assert numerics.describe().startswith("portable (ATen avx2")
+
+
+def test_a_dvc_stage_refuses_a_shell_that_contradicts_the_tracked_mode(tmp_path, stage_process):
+    """`COREFREPRO_NUMERICS=native dvc repro` would record portable in dvc.lock for natively
+    made bytes: the stage stops with one line naming both settings."""
+    params = _params(tmp_path, "portable")
+    stage_process.setenv(numerics.MODE_ENV, "native")
+    with pytest.raises(numerics.NumericsModeError, match=rf"COREFREPRO_NUMERICS=native but "
+                       rf"{params} says numerics: portable, .*-S numerics=native"):  # fmt: skip
+        numerics.pin(params)
+    stage_process.setenv(numerics.MODE_ENV, "portable")  # agreeing with it is fine
+    assert numerics.pin(params) == "portable"
+
+
+def test_a_stage_process_under_dvc_exits_with_the_one_line():
+    env = {**os.environ, numerics.STAGE_ENV: "stats@synthetic", numerics.MODE_ENV: "native"}
+    proc = subprocess.run([sys.executable, "-c", "import flows"], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"COREFREPRO_NUMERICS=native but {REPO_ROOT / 'params.yaml'} says numerics: portable, "
+        "the mode DVC records for this stage (stats@synthetic): set it there (`dvc exp run -S "
+        "numerics=native`; the presets run native) and unset COREFREPRO_NUMERICS"
+    ]
+
+
+def test_outside_dvc_the_shell_overrides_params_yaml(tmp_path, stage_process):
+    """A probe, a benchmark or a stage module run by hand: COREFREPRO_NUMERICS wins, else
+    params.yaml's numerics; the tests' own process pins portable (params_file=None)."""
+    stage_process.delenv(numerics.STAGE_ENV)
+    params = _params(tmp_path, "native")
+    assert numerics.pin(params) == "native"
+    stage_process.setenv(numerics.MODE_ENV, "portable")
+    assert numerics.pin(params) == "portable"
+    stage_process.setenv(numerics.MODE_ENV, "")
+    assert numerics.pin(params_file=None) == "portable"
+
+
+def test_an_unknown_mode_in_params_yaml_names_the_file_and_key(tmp_path):
+    params = _params(tmp_path, "fast")
+    with pytest.raises(numerics.NumericsModeError,
+                       match=rf"{params}: numerics: 'fast': expected one of portable, native"):  # fmt: skip
+        numerics.configured(params)

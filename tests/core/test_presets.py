@@ -181,11 +181,14 @@ def test_exp_run_restores_persisted_outputs_and_repro_keeps_them(tmp_path):
 
 
 BAD = {
-    "scales:\n  cpu: {cost: x}\n": "scales: must have cpu and paper",
-    "scales:\n  cpu: {cost: x}\n  paper: {cost: y, overides: []}\n": "scales.paper.overides: unknown setting (did you mean overrides?)",
-    "overrides: [corpora]\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "'corpora' (item 0) is not key=value",
-    "smoke: {targets: [train_mage], overrides: [x=1, y]}\nscales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke.overrides: 'y' (item 1) is not key=value",
-    "scales:\n  cpu: {cost: x}\n  paper: {cost: y}\n": "smoke: missing setting (it has no default)",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n": "scales: must have cpu and paper",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1, overides: []}\n": "scales.paper.overides: unknown setting (did you mean overrides?)",
+    "overrides: [corpora]\nscales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "'corpora' (item 0) is not key=value",
+    "smoke: {targets: [train_mage], overrides: [x=1, y]}\nscales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "smoke.overrides: 'y' (item 1) is not key=value",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "smoke: missing setting (it has no default)",
+    "scales:\n  cpu: {cost: x, numerics: native, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "scales.cpu.hours: missing setting",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: fast, threads: 1}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "scales.cpu.numerics",
+    "scales:\n  cpu: {cost: x, hours: '1', numerics: native, threads: 0}\n  paper: {cost: y, hours: '1', numerics: native, threads: 1}\n": "scales.cpu.threads: 0: expected a count or 'not stated'",
 }
 SMOKE = "smoke: {targets: [train_mage]}\n"
 
@@ -222,3 +225,29 @@ def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path, m
     assert presets.main(["list"]) == 1
     out = capsys.readouterr().out
     assert "broken: BROKEN: " in out and "mage-babi: " in out  # the good ones still listed
+
+
+def test_every_preset_runs_native_and_portable_is_one_setting_away():
+    """Issue #57.1: a preset's outputs are never the committed lock, so it runs the host's
+    fastest kernels; `-- -S numerics=portable` (after the preset's own) runs the pinned ones."""
+    for name, scale, smoke in CELLS:
+        assert "numerics=native" in _last_per_key(presets.load(name).overrides_for(scale, smoke))
+        argv = presets.command(name, scale, ["-S", "numerics=portable"], smoke)
+        sets = [argv[i + 1] for i, a in enumerate(argv) if a == "-S"]
+        standing = _last_per_key(sets)
+        assert "numerics=portable" in standing and "numerics=native" not in standing
+
+
+def test_list_opens_with_a_line_per_preset_and_scale(capsys):
+    """Issue #57.5: first a line per preset and scale (hours on this CPU, GPU hours, the mode
+    and threads they were measured with), then the costs in detail."""
+    assert presets.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    cells = [(name, scale) for name in presets.names() for scale in presets.load(name).scales]
+    assert lines[0].split()[:2] == ["preset", "scale"] and "measured with" in lines[0]
+    for line, (name, scale) in zip(lines[1:], cells, strict=False):
+        cfg = presets.load(name).scales[scale]
+        assert line.split()[:2] == [name, scale]
+        assert cfg.hours in line and cfg.gpu_hours in line and line.endswith(cfg.summary()[-1])
+    assert lines[len(cells) + 1] == ""  # then the detail
+    assert lines[len(cells) + 2].startswith(f"{presets.names()[0]}: ")

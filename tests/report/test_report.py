@@ -713,3 +713,13 @@ def test_entitynlm_table_1_under_each_reading_with_the_papers_beside_its_reading
         == "| `words_q_mix` | yes, within the spread | yes, beyond the spread |"
     )
     assert _line(t1, "| `marginal` |").startswith("| `marginal` | no |")
+
+
+def test_the_preamble_names_the_numerics_of_a_native_run():
+    """Issue #57.1: a report made on the host's fastest kernels (a preset, an experiment) says
+    so in its provenance; the committed lock's portable report is unchanged."""
+    from tasks.report.build import _preamble
+
+    native = "\n".join(_preamble("synthetic-gold", {}, mode="native"))
+    assert "Numerics of this workspace's run: `native` (params.yaml numerics)" in native
+    assert "Numerics" not in "\n".join(_preamble("synthetic-gold", {}, mode="portable"))
