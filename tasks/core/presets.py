@@ -13,7 +13,7 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
 
     title: EntityNLM Table 3 -- InScript entity prediction
     mirror: true                  # reads corpora from the mirror (or the network)
-    targets: [entity_prediction@inscript]   # what `dvc exp run` reproduces (and what it needs)
+    targets: [entity_prediction@inscript]   # what `dvc exp run` reproduces (then `report`)
     overrides: [...]              # both scales
     scales:
       cpu:                        # measured on the development machine (source)
@@ -37,6 +37,10 @@ it runs the host's fastest kernels; `-- -S numerics=portable` runs it on the pin
     uv run python -m tasks.core.presets run entitynlm-prediction --scale cpu [-- --queue ...]
     uv run python -m tasks.core.presets run entitynlm-prediction --scale paper --smoke -- --temp
     uv run python -m tasks.core.presets resume entitynlm-prediction --scale cpu   # after a kill
+
+Every run's targets end with the `report` stage (REPORT_STAGE): it alone writes the DVC
+metrics (metrics/summary/), so an experiment that stopped at its training stage would commit
+the workspace's figures as its own and `dvc exp show` would print them silently.
 
 Why `resume` is `dvc repro` and not a second `dvc exp run`: `exp run` first restores every
 stage's committed outputs, so an interrupted run loses the stages it had finished (each seed's
@@ -64,6 +68,9 @@ from tasks.core.settings import ConfigError, key_path, parse_settings
 PRESETS_DIR = REPO_ROOT / "presets"
 Scale = str  # cpu, paper, or a further scale a preset names (e.g. cpu-converged)
 REQUIRED_SCALES = ("cpu", "paper")
+# the stage that writes the report and the DVC metrics (params.yaml report.summary): the last
+# target of every preset run, so that the metrics an experiment commits are its own
+REPORT_STAGE = "report"
 
 
 NUMERICS = ("native", "portable", "not stated")  # what a cost was measured with
@@ -159,7 +166,10 @@ class Preset:
         return [*own, *(f"~{key}" for key in added), *self.smoke.overrides]
 
     def targets_for(self, smoke: bool = False) -> list[str]:
-        return self.smoke.targets if smoke else self.targets
+        """The preset's targets, then the stage that writes the DVC metrics (REPORT_STAGE):
+        an experiment's `dvc exp show` row holds its own figures, never the committed ones."""
+        own = self.smoke.targets if smoke else self.targets
+        return [*own, *([REPORT_STAGE] if REPORT_STAGE not in own else [])]
 
 
 def names() -> list[str]:

@@ -260,17 +260,32 @@ def write_figures(cfg: ReportSettings, rows: list[Measured], secs: Sequence[Sect
         drawn[f"Learning curves: {source}"] = figures.learning_curves(
             source, resolve_path(directory), root / f"learning_curves_{source}.png"
         )
+    # the stats stages' CSV plots as a PNG (a DVC plot, not in the report's text)
+    figures.doc_lengths(resolve_path(cfg.corpus_plots), root / "doc_lengths.png")
     base = resolve_path(cfg.output).parent
     return {t: Path(os.path.relpath(p, base)).as_posix() for t, p in drawn.items() if p}
 
 
 def write_summaries(cfg: ReportSettings, rows: list[Measured], sources: Sequence[str]) -> None:
-    """metrics/summary/<family>.json, the DVC metrics: one short file per family."""
+    """metrics/summary/<family>/<figure>.json, the DVC metrics: a file per headline figure,
+    {"ours", "paper"} (no "paper" where the paper has none). A file per figure, so that
+    `dvc metrics show` is a row per figure in three columns however many figures there are;
+    `dvc exp show --only-changed` shows the figures an experiment changed. Files of figures
+    no longer measured (and of the old one-file-per-family layout) are removed."""
     root = resolve_path(cfg.summary)
+    written = set()
     for source in sources:
-        write_json(
-            root / f"{source}.json", common.summary_metrics([r for r in rows if r.family == source])
-        )
+        figures = common.summary_metrics([r for r in rows if r.family == source])
+        for figure, values in figures.items():
+            path = root / source / f"{figure}.json"
+            write_json(path, {k: v for k, v in values.items() if v is not None})
+            written.add(path)
+    for stale in sorted(root.rglob("*.json")) if root.is_dir() else []:
+        if stale not in written:
+            stale.unlink()
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def build(

@@ -67,7 +67,8 @@ class ReportSettings:
     annotation_metrics: str = "metrics/annotate"  # annotation quality figure
     output: str = "reports/results.md"
     figures: str = "plots/report"  # PNGs embedded in the report (DVC plots)
-    summary: str = "metrics/summary"  # <family>.json: the short DVC metrics
+    corpus_plots: str = "plots/corpora"  # stats@<corpus> CSVs -> figures/doc_lengths.png
+    summary: str = "metrics/summary"  # <family>/<figure>.json: the short DVC metrics
     records: str = "results"  # the results records: the claims table (tasks/report/claims.py)
 
 
@@ -163,7 +164,7 @@ class Measured:
     budget: str  # epochs run
     device: str
     comparable: bool = True  # False: the paper measured other data (no delta is taken)
-    # its key in metrics/summary/<family>.json (a headline figure: `asl_f1`); None: the
+    # its file metrics/summary/<family>/<key>.json (a headline figure: `asl_f1`); None: the
     # report's tables only. Rows sharing a key are one figure: their mean (a bAbI table)
     short: str | None = None
 
@@ -178,10 +179,10 @@ class Measured:
 
 
 def summary_metrics(rows: Sequence[Measured]) -> dict[str, Any]:
-    """metrics/summary/<family>.json, the DVC metrics of a family: its headline figures only
-    (the rows with a `short` key), each {"ours", "paper"}, so that `dvc metrics show` and
-    `dvc exp show` stay a few short columns; splits, deltas and every other number are in the
-    report. Rows under one key give their mean: ours over the rows we measured, the paper's
+    """The DVC metrics of a family (metrics/summary/<family>/<figure>.json): its headline
+    figures only (the rows with a `short` key), each {"ours", "paper"}, so that `dvc metrics
+    show` and `dvc exp show` stay a few short columns; splits, deltas and every other number
+    are in the report. Rows under one key give their mean: ours over the rows we measured, the paper's
     over the same rows (None when the paper lacks one of them)."""
     groups: dict[str, list[Measured]] = {}
     for r in rows:

@@ -152,3 +152,27 @@ def annotation_quality(metrics_dir: Path, path: Path) -> Path | None:
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def doc_lengths(plots_dir: Path, path: Path) -> Path | None:
+    """Every corpus's document-length histogram (`stats@<corpus>`'s
+    <corpus>_doc_lengths.csv: doc_tokens bin start, documents), a panel per corpus: the
+    stats stage's CSV plots drawn here as PNG, so `dvc plots show` needs no Vega from a CDN."""
+    tables: dict[str, list[tuple[float, float]]] = {}
+    for file in sorted(plots_dir.glob("*_doc_lengths.csv")) if plots_dir.is_dir() else []:
+        lines = file.read_text(encoding="utf-8").splitlines()
+        rows = [line.split(",") for line in lines[1:] if line.strip()]
+        tables[file.name.removesuffix("_doc_lengths.csv")] = [(float(x), float(y))
+                                                               for x, y in rows]  # fmt: skip
+    if not tables:
+        return None
+    fig, axes = plt.subplots(len(tables), 1, figsize=(6, 2.2 * len(tables)), squeeze=False)
+    for ax, (corpus, rows) in zip(axes[:, 0], tables.items(), strict=True):
+        xs = [x for x, _ in rows]
+        width = min((b - a for a, b in zip(xs, xs[1:], strict=False)), default=50.0)  # one bin
+        ax.bar(xs, [y for _, y in rows], width=0.9 * width, align="edge")
+        ax.set(title=f"{corpus}: document lengths", xlabel="tokens per document (bin start)",
+               ylabel="documents")  # fmt: skip
+        ax.title.set_fontsize(9)
+    fig.tight_layout()
+    return _save(fig, path)

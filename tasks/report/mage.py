@@ -564,7 +564,7 @@ def measured(tables: Sequence[Mapping], runs: Sequence[Run]) -> list[Measured]:
 
 
 def _short(table: Mapping | None, run: Run) -> str:
-    """The run's key in metrics/summary/mage.json (a bAbI table's runs share one per model)."""
+    """The run's figure in metrics/summary/mage/ (a bAbI table's runs share one per model)."""
     if table is not None and table["kind"] == "babi":
         return f"{run.model}_{table['id'].removeprefix('mage-')}_err"
     accuracy = table is not None and table["kind"] == "accuracy"

@@ -72,12 +72,30 @@ def test_a_preset_gives_a_pipeline_dvc_builds_and_every_stage_accepts(
         assert set(data["corpora"]) == {"synthetic", "handmade"}
 
 
+def _metrics_stages() -> set[str]:
+    """The dvc.yaml stages that declare DVC metrics (what `dvc exp show` shows)."""
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    return {name for name, stage in stages.items()
+            if stage.get("metrics") or (stage.get("do") or {}).get("metrics")}  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "scale", "smoke"), CELLS)
+def test_every_preset_run_ends_with_the_stage_that_writes_the_dvc_metrics(name, scale, smoke):
+    """Issue #55.4: the DVC metrics (metrics/summary/) are written by the report stage alone;
+    a preset experiment that stopped at its training stage committed the workspace's figures
+    as its own (`dvc exp show` printed main's 41.62 beside a metrics file saying 22.7)."""
+    assert _metrics_stages() == {presets.REPORT_STAGE}
+    argv = presets.command(name, scale, smoke=smoke)  # `resume` repros the same targets
+    assert argv[-1] == presets.REPORT_STAGE and argv.count(presets.REPORT_STAGE) == 1
+    assert presets.load(name).targets_for(smoke)[-1] == presets.REPORT_STAGE
+
+
 def test_show_prints_the_dvc_exp_run_command(capsys):
     assert presets.main(["show", "entitynlm-prediction", "--scale", "paper"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("uv run dvc exp run -S 'corpora=[synthetic,handmade,inscript]'")
     assert "-S train_entitynlm.model.hidden_size=256" in line
-    assert line.endswith(" entity_prediction@inscript")
+    assert line.endswith(" entity_prediction@inscript report")
 
 
 def test_run_hands_the_command_to_dvc(monkeypatch):
@@ -86,7 +104,8 @@ def test_run_hands_the_command_to_dvc(monkeypatch):
                         lambda argv, cwd: calls.append(argv) or type("P", (), {"returncode": 0}))  # fmt: skip
     assert presets.main(["run", "mage-babi", "--scale", "cpu", "--", "--queue"]) == 0
     argv = calls[0]
-    assert argv[1:5] == ["-m", "dvc", "exp", "run"] and argv[-2:] == ["--queue", "train_mage"]
+    assert argv[1:5] == ["-m", "dvc", "exp", "run"]
+    assert argv[-3:] == ["--queue", "train_mage", "report"]
     assert "train_mage.run.models=[ga,ga-mage16]" in argv
 
 
@@ -109,7 +128,7 @@ def test_resume_reproduces_the_targets_while_params_hold_the_preset(tmp_path):
     _rewrite(repo / "params.yaml", [*overrides, "train_entitynlm.seeds=[3]"])  # the killed run's
     extra = ["-S", "train_entitynlm.seeds=[3]"]
     assert presets.resume_command("entitynlm-lm", "cpu", extra, root=repo) == [
-        "dvc", "repro", "train_entitynlm"]  # fmt: skip
+        "dvc", "repro", "train_entitynlm", "report"]  # fmt: skip
     # without the run's own -S pair, or at the other scale: refused, naming the keys
     with pytest.raises(
         CorefreproError, match=r"train_entitynlm\.seeds: \[3\] here, \[1\] in the preset"

@@ -104,15 +104,16 @@ def test_single_stage_rerun_and_metrics_plots(fresh_repo, tmp_path):
     workspace = next(iter(shown.values()))["data"]  # the workspace entry (key "" in DVC 3)
     # the DVC metrics are the short per-family summaries the report stage writes (#17.5);
     # each stage's full metrics are plain outputs in git
-    assert sorted(workspace) == [f"metrics/summary/{f}.json"
-                                 for f in ("coref", "corelm", "entitynlm", "mage")]  # fmt: skip
-    coref = workspace["metrics/summary/coref.json"]["data"]
+    # a file per headline figure, metrics/summary/<family>/<figure>.json (#55.4)
+    assert {Path(p).parent.as_posix() for p in workspace} == {
+        f"metrics/summary/{f}" for f in ("coref", "corelm", "entitynlm", "mage")}  # fmt: skip
+    coref = {Path(p).stem: v["data"] for p, v in workspace.items() if "/coref/" in p}
     assert set(coref) == {"asl_f1", "baseline_f1", "lsl_f1"}
     assert all(0 < v["ours"] <= 100 and v["paper"] > 60 for v in coref.values())
     assert json.loads((repo / "metrics/corpora/synthetic.json").read_text())["train"]["documents"]
     run_ok([sys.executable, "-m", "dvc", "plots", "show", "-o", str(tmp_path / "plots")], repo, env)
     html = (tmp_path / "plots" / "index.html").read_text()
-    for png in ("ours_vs_paper", "learning_curves_mage", "learning_curves_coref"):
+    for png in ("ours_vs_paper", "learning_curves_mage", "learning_curves_coref", "doc_lengths"):
         assert f"plots/report/{png}.png" in html  # images: no CDN needed to see them
 
 

@@ -120,6 +120,7 @@ def _outputs(tmp_path) -> dict:
             "entitynlm": str(tmp_path / "y"),
         },  # fmt: skip
         "annotation_metrics": str(tmp_path / "annotate"),
+        "corpus_plots": str(tmp_path / "corpus_plots"),
     }
 
 
@@ -423,35 +424,43 @@ def test_unmeasured_tables_and_tasks_are_folded(tmp_path, metrics):
     assert "](../../shared/papers/004_1c2a477946dedb62.txt)" in text  # paper path resolves
 
 
+def _paper(value) -> dict:
+    return {} if value is None else {"paper": value}
+
+
 def test_short_summary_metrics_and_figures_per_family(tmp_path, metrics, spec):
     history = [{"epoch": e, "train_loss": 1.0 / e, "dev_acc": 0.1 * e} for e in (1, 2, 3)]
     _write(tmp_path / "artifacts_mage" / "bigru-qa1" / "seed1" / "history.json", history)
     _write(tmp_path / "annotate" / "gum-gold.json", {"dev": {"conll_f1": 1.0, "muc_f1": 1.0}})
+    stale = tmp_path / "out" / "summary" / "mage.json"  # the one-file-per-family layout
+    _write(stale, {"bigru_babi_err": {"ours": 1.0}})
     text = _build(tmp_path, metrics)
-    # the DVC metrics: a few headline figures per family, short keys, ours beside the paper's
-    # (`dvc metrics show` / `dvc exp show` columns); splits and deltas are in the report
-    summary = json.loads((tmp_path / "out" / "summary" / "mage.json").read_text())
+    # the DVC metrics: a file per headline figure, {ours, paper} (#55.4), so `dvc metrics
+    # show` is a row per figure in three columns; splits and deltas are in the report
+    root = tmp_path / "out" / "summary"
+    summary = {p.stem: json.loads(p.read_text()) for p in (root / "mage").glob("*.json")}
     bigru = _row(spec, "mage-babi", "bigru")["values"]
+    mix = _row(spec, "mage-babi-mix", "ga-mage16")["values"].get("qa3")
     assert summary == {
         # a bAbI table: the mean over the tasks we measured, the paper's over the same tasks
         "bigru_babi_err": {"ours": 7.75, "paper": round((bigru["qa1"] + bigru["qa2"]) / 2, 2)},
-        "bigru-mage32_babi_err": {"ours": 0.0, "paper": None},  # no paper row
-        "ga-mage16_babi-mix_err": {
-            "ours": 2.0,
-            "paper": _row(spec, "mage-babi-mix", "ga-mage16")["values"].get("qa3"),
-        },
+        "bigru-mage32_babi_err": {"ours": 0.0},  # no paper row: no paper column
+        "ga-mage16_babi-mix_err": {"ours": 2.0, **_paper(mix)},
         "ga_lambada_acc": {
             "ours": 0.4,
             "paper": _row(spec, "mage-lambada", "ga")["values"]["all_test"],
         },
-        "bigru_syn2_err": {"ours": 50.0, "paper": None},  # embedded default
-        "bigru_wt2_err": {"ours": 50.0, "paper": None},  # no paper table
+        "bigru_syn2_err": {"ours": 50.0},  # embedded default
+        "bigru_wt2_err": {"ours": 50.0},  # no paper table
     }
-    coref = json.loads((tmp_path / "out" / "summary" / "coref.json").read_text())
+    coref = {p.stem: json.loads(p.read_text()) for p in (root / "coref").glob("*.json")}
     assert coref == {
         f"{e}_f1": {"ours": 100 * f, "paper": _row(spec, "coref-conll2012", e)["values"]["avg_f1"]}
         for e, f in (("asl", 0.61), ("baseline", 0.60))
     }
+    assert not stale.exists()  # nothing of another layout or an unmeasured figure is left
+    assert {p.parent.name for p in root.rglob("*.json")} <= {"mage", "coref", "entitynlm",
+                                                             "corelm"}  # fmt: skip
     figures = sorted(p.name for p in (tmp_path / "out" / "figures").glob("*.png"))
     # ours_vs_paper and the study figures draw the committed records (results/)
     assert figures == [
@@ -465,6 +474,31 @@ def test_short_summary_metrics_and_figures_per_family(tmp_path, metrics, spec):
     before = {n: (tmp_path / "out" / "figures" / n).read_bytes() for n in figures}
     _build(tmp_path, metrics)
     assert before == {n: (tmp_path / "out" / "figures" / n).read_bytes() for n in figures}
+
+
+def test_the_corpora_document_lengths_are_a_png_and_dvc_declares_only_png_plots(tmp_path, metrics):
+    """Issue #55.4: `dvc plots show` offline in full. The stats stages' CSV plots needed
+    Vega from a CDN and vanished offline; the report draws them (doc_lengths.png, a panel
+    per corpus, not in the report's text) and dvc.yaml declares only PNG plots."""
+    (tmp_path / "corpus_plots").mkdir()
+    (tmp_path / "corpus_plots" / "a_doc_lengths.csv").write_text(
+        "doc_tokens,documents\n0,3\n50,1\n"
+    )
+    (tmp_path / "corpus_plots" / "b_doc_lengths.csv").write_text("doc_tokens,documents\n50,6\n")
+    text = _build(tmp_path, metrics)
+    png = tmp_path / "out" / "figures" / "doc_lengths.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "doc_lengths" not in text
+    before = png.read_bytes()
+    _build(tmp_path, metrics)
+    assert png.read_bytes() == before  # same bytes on a rerun
+    dvc = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())
+    declared = [next(iter(p)) if isinstance(p, dict) else p for p in dvc.get("plots", [])]
+    for stage in dvc["stages"].values():
+        for plot in (stage.get("do") or stage).get("plots", []):
+            declared.append(next(iter(plot)) if isinstance(plot, dict) else plot)
+    assert "plots/report/doc_lengths.png" in declared
+    assert declared and all(p.endswith(".png") for p in declared), declared
 
 
 # --------------------------------------------------------------------------- EntityNLM (#13)
