@@ -40,7 +40,10 @@ it runs the host's fastest kernels; `-- -S numerics=portable` runs it on the pin
 
 Every run's targets end with the `report` stage (REPORT_STAGE): it alone writes the DVC
 metrics (metrics/summary/), so an experiment that stopped at its training stage would commit
-the workspace's figures as its own and `dvc exp show` would print them silently.
+the workspace's figures as its own and `dvc exp show` would print them silently. A smoke run
+(one batch on the embedded data, a check that the preset runs) stops at its own targets: the
+report would rebuild every family's embedded training on the smoke data, minutes per preset
+for figures nobody reads.
 
 Why `resume` is `dvc repro` and not a second `dvc exp run`: `exp run` first restores every
 stage's committed outputs, so an interrupted run loses the stages it had finished (each seed's
@@ -167,9 +170,11 @@ class Preset:
 
     def targets_for(self, smoke: bool = False) -> list[str]:
         """The preset's targets, then the stage that writes the DVC metrics (REPORT_STAGE):
-        an experiment's `dvc exp show` row holds its own figures, never the committed ones."""
-        own = self.smoke.targets if smoke else self.targets
-        return [*own, *([REPORT_STAGE] if REPORT_STAGE not in own else [])]
+        an experiment's `dvc exp show` row holds its own figures, never the committed ones.
+        A smoke run's targets are its own (module docstring)."""
+        if smoke:
+            return list(self.smoke.targets)
+        return [*self.targets, *([REPORT_STAGE] if REPORT_STAGE not in self.targets else [])]
 
 
 def names() -> list[str]:
