@@ -599,21 +599,28 @@ def one_at_a_time(item: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     from tasks.core.config import resolve_path
-    from tasks.core.layout import temp_dir
+    from tasks.core.errors import CorefreproError
+    from tasks.core.layout import TEMP_DIR
     from tasks.core.storage import secondary_process
 
     if secondary_process():  # torchrun's RANK 0 holds it for the processes of its run
         yield
         return
-    folder = temp_dir(resolve_path("data")) / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = resolve_path("data") / TEMP_DIR / "locks"
     lock = FileLock(folder / f"{item.replace(os.sep, '_')}.lock")
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         lock.acquire(timeout=0)
     except Timeout:
         log.info("%s: another process is running it (lock %s); waiting for it to finish",
                  item, lock.lock_file)  # fmt: skip
         lock.acquire()
+    except OSError as exc:  # a read-only checkout, a full disk: before any work, one line
+        raise CorefreproError(
+            f"{exc.filename or folder}: cannot write the lock of {item} here "
+            f"({exc.strerror or exc}); a stage writes under data/, artifacts/, metrics/, ... "
+            "of its checkout: run it in a writable copy"
+        ) from None
     try:
         yield
     finally:
