@@ -54,7 +54,7 @@ from tasks.core.checkpoints import jsonable, pick_device
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_write_target
 from tasks.core.progress import Progress
-from tasks.core.settings import ConfigError, Name, bounded, settings_to_dict
+from tasks.core.settings import ConfigError, Name, WritePath, bounded, settings_to_dict
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import torch_threads
 
@@ -119,7 +119,7 @@ class TrainStanzaCorefSettings:
     exclude_singletons: bool = True  # and score without them (train_coref's convention)
     encoder: str = "tiny"  # tiny | minilm | smollm2 | a local directory (encoder.py)
     tiny: TinyEncoderSettings = field(default_factory=TinyEncoderSettings)
-    cache_dir: str = "data/cache/pretrained"  # unpacked/converted encoders (not a DVC output)
+    cache_dir: WritePath = "data/cache/pretrained"  # unpacked/converted encoders (not a DVC output)
     seed: int = 1
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)

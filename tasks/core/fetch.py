@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 
 from tasks.core.config import MIRROR_ENV, params, resolve_mirror
 from tasks.core.errors import ChecksumError, CorefreproError, MissingSourceError
-from tasks.core.settings import bounded, parse_settings
+from tasks.core.settings import WritePath, bounded, parse_settings
 from tasks.core.storage import atomic_path, sha256_of
 
 log = logging.getLogger("corefrepro.fetch")
@@ -38,7 +38,7 @@ class DownloadSettings:
     fetch_optional: bool = True  # also download optional files (held-back test splits)
     timeout_s: float = bounded(60.0, gt=0)
     workers: int = bounded(4, ge=1)  # concurrent file fetches
-    cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
+    cache_dir: WritePath = "data/cache"  # resumable network downloads (not a DVC output)
 
 
 def shared_download_settings(section: Mapping[str, Any] | None) -> DownloadSettings:
