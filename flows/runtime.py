@@ -162,8 +162,12 @@ class StageTask:
         calls: Iterable[dict[str, Any]],
         max_workers: int | None = None,
         on_done: Callable[[int, Any], None] | None = None,
+        on_abort: Callable[[], None] | None = None,
     ) -> list[Any]:
         """Run one call per kwargs dict concurrently; results in input order.
+
+        on_abort() is called when the map ends early (a failure, Ctrl-C), before it waits for
+        the calls still running: a way to make them stop (threads cannot be killed).
 
         Orchestrated: Prefect task runs on the flow's task runner (threads or Dask). Local: the
         flow's Runner -- a thread pool, or a process pool (spawned) for CPU-bound Python work.
@@ -173,10 +177,15 @@ class StageTask:
         results: list[Any] = [None] * len(calls)
         if orchestrated():
             futures = [self.prefect_task.submit(**kw) for kw in calls]
-            for i, fut in enumerate(futures):
-                results[i] = fut.result()
-                if on_done:
-                    on_done(i, results[i])
+            try:
+                for i, fut in enumerate(futures):
+                    results[i] = fut.result()
+                    if on_done:
+                        on_done(i, results[i])
+            except BaseException:
+                if on_abort is not None:
+                    on_abort()
+                raise
             return results
         spec = CURRENT_RUNNER.get()
         workers = max_workers or spec.workers
@@ -197,16 +206,19 @@ class StageTask:
                 pool.submit(_call_with_retries, *self._retry_args(), kw): i
                 for i, kw in enumerate(calls)
             }
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
+            try:
+                for fut in as_completed(futures):
+                    i = futures[fut]
                     results[i] = fut.result()
-                except BaseException:
-                    # fail fast: the first error ends the map; calls not yet started never run
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
-                if on_done:
-                    on_done(i, results[i])
+                    if on_done:
+                        on_done(i, results[i])
+            except BaseException:
+                # fail fast: the first error (or Ctrl-C while waiting) ends the map; calls not
+                # yet started never run, running ones are asked to stop first
+                if on_abort is not None:
+                    on_abort()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
         return results
 
     def _retry_args(self) -> tuple[Any, ...]:
@@ -647,6 +659,12 @@ def run_cli(entry: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except CorefreproError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("interrupted: no output was left half-written; run it again (or `dvc repro`) to "
+              "continue "
+              "(partial downloads, finished annotation shards and, with train.resume, "
+              "last.pt are kept in data/cache/)", file=sys.stderr)  # fmt: skip
+        raise SystemExit(130) from None
 
 
 def torchrun(module: str, nproc_setting: Callable[[], int], argv: list[str] | None = None) -> bool:

@@ -67,6 +67,7 @@ RUN_ONLY = ("resume", "device", "threads", "log_every_s", "precision", "nproc", 
 # how long a run trains: a run resumes under a longer budget (the resume fingerprint leaves it
 # out; a settings fingerprint comparing finished runs keeps it)
 BUDGET = ("epochs", "max_time_s")
+SHOWN_DIFFS = 4  # differences a "not resuming" line names
 
 
 @dataclass
@@ -377,7 +378,10 @@ def _resume(
     saved_print = ckpt.get("fingerprint") or {}
     if saved_print.get("sha256") != expected["sha256"]:
         diffs = config_diff(saved_print, expected)
-        changed = "; ".join(d for d in diffs if not d.startswith("sha256"))[:500]
+        items = [d for d in diffs if not d.startswith("sha256")]
+        # whole differences, never one cut mid-word: the first few and how many more
+        changed = "; ".join(items[:SHOWN_DIFFS]) + (
+            f"; and {len(items) - SHOWN_DIFFS} more" if len(items) > SHOWN_DIFFS else "")  # fmt: skip
         reason = f"code, data or settings changed since it was written: {changed or 'unknown'}"
     elif saved.epoch > int(settings.epochs):
         reason = f"it ran {saved.epoch} epochs, more than the {settings.epochs} requested"

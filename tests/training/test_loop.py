@@ -302,3 +302,21 @@ def test_a_run_that_selects_nothing_fails_instead_of_reporting(tmp_path):
     with pytest.raises(NoCheckpointError, match="no epoch selected a checkpoint"):
         fit(ToyRecipe(), settings(epochs=0), tmp_path, name="toy")
     assert not (tmp_path / BEST).exists()
+
+
+def test_the_reason_not_to_resume_names_whole_differences(tmp_path, caplog):
+    """Issue #59 row 22: the reason was cut at 500 characters, mid-word
+    (`train.max_steps_per_epoc)`); it names the first differences whole and counts the rest."""
+    from tasks.training.loop import SHOWN_DIFFS
+
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    changed = {"clip": 1.0, "seed": 2, "patience": 3, "accumulate": 2, "max_steps_per_epoch": 7}
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        fit(ToyRecipe(), settings(epochs=2, resume=True, **changed), tmp_path, name="toy")
+    (line,) = [r.getMessage() for r in caplog.records if "not resuming" in r.getMessage()]
+    reason = line.split("written: ", 1)[1].rsplit("): training from scratch", 1)[0]
+    shown, _, more = reason.rpartition("; and ")
+    assert more == f"{len(changed) - SHOWN_DIFFS} more"
+    parts = shown.split("; ")
+    assert len(parts) == SHOWN_DIFFS
+    assert all(p.startswith("train.") and p.endswith(" (requested)") for p in parts), parts
