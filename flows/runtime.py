@@ -69,6 +69,24 @@ def setup_logging() -> None:
         )
     os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "corefrepro")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per Prefect API call
+    if not sys.stderr.isatty():
+        quiet_library_bars()
+
+
+def quiet_library_bars() -> None:
+    """No library progress bars in a log (`dvc repro > log`, Prefect, CI): Hugging Face's tqdm
+    bars are carriage-return lines there. The project's own progress writes log lines
+    (tasks/core/progress.py). Set for libraries imported later (and child processes) through
+    the environment, for those already imported through their switches."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 def _log_to_run() -> None:

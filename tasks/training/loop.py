@@ -51,6 +51,7 @@ from tasks.core.checkpoints import (
     save_checkpoint,
 )
 from tasks.core.errors import CorefreproError
+from tasks.core.progress import STAGE_CLOCK
 from tasks.core.settings import bounded
 from tasks.core.storage import write_metrics
 from tasks.training import distributed
@@ -361,9 +362,11 @@ def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys, tim
     shown = [f"dev_{k}" for k in keys] if keys else [k for k in row if k.startswith("dev_")]
     devs = " ".join(f"{k[4:]} {row[k]:.4f}" for k in shown if k in row)
     acc = f" acc {row['train_acc']:.3f}" if "train_acc" in row else ""
-    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s (train %.1f s)%s", name,
+    stage = STAGE_CLOCK.line()
+    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s (train %.1f s)%s%s", name,
              row["epoch"], settings.epochs, row["train_loss"], acc, devs,
-             timing["epoch_time_s"], timing["train_time_s"], " *" if improved else "")  # fmt: skip
+             timing["epoch_time_s"], timing["train_time_s"], " *" if improved else "",
+             f" | {stage}" if stage else "")  # fmt: skip
 
 
 def _resume(
@@ -500,12 +503,17 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         _barrier(ranks)  # every process has read last.pt before the main one rewrites it
         for lane in lanes if ranks.main else ():
             _drop_stale_best(lane)
+        planned = int(settings.epochs)
+        STAGE_CLOCK.run_started(planned * len(lanes), sum(lane.state.epoch for lane in lanes))
         while running := [lane for lane in lanes if lane.active(settings)]:
+            STAGE_CLOCK.tick(len(running))  # this epoch counts in its own line
             _run_epoch(recipe, lanes, optimizer, scheduler, scaler, precision, settings, ranks)
             if settings.resume and ranks.main:
                 _save_last(last, recipe, optimizer, scheduler, scaler, lanes[0].state, expected)
             for lane in running:
                 lane.state.stopped_early = _should_stop(lane.state, settings, started, lane.name)
+        for lane in lanes:
+            STAGE_CLOCK.run_ended(planned - resumed_from, lane.state.epoch - resumed_from)
         for lane in lanes if ranks.main else ():
             write_metrics(lane.out_dir / HISTORY, jsonable(lane.state.history))
             _check_selected(lane)

@@ -320,3 +320,21 @@ def test_the_reason_not_to_resume_names_whole_differences(tmp_path, caplog):
     parts = shown.split("; ")
     assert len(parts) == SHOWN_DIFFS
     assert all(p.startswith("train.") and p.endswith(" (requested)") for p in parts), parts
+
+
+def test_each_epoch_line_carries_the_stage_eta(tmp_path, caplog, monkeypatch):
+    """Issue #59 row 20: the epoch lines of a stage's seeds say where the whole stage is."""
+    from tasks.core.progress import STAGE_CLOCK
+
+    monkeypatch.setattr(STAGE_CLOCK, "total", 0)
+    monkeypatch.setattr(STAGE_CLOCK, "done", 0)
+    monkeypatch.setattr(STAGE_CLOCK, "planned", False)
+    monkeypatch.setattr(STAGE_CLOCK, "started", None)
+    STAGE_CLOCK.plan(2 * 3)  # the stage: two seeds of three epochs
+    with caplog.at_level("INFO", logger="corefrepro.training"):
+        for seed in (1, 2):
+            fit(ToyRecipe(), settings(epochs=3, seed=seed), tmp_path / f"seed{seed}", name="toy")
+    lines = [r.getMessage() for r in caplog.records if " epoch " in r.getMessage()]
+    stages = [line.rsplit(" | ", 1)[1] for line in lines]
+    assert [s.split(",")[0] for s in stages] == [f"stage {k}/6 epochs" for k in range(1, 7)]
+    assert all(", ETA " in s for s in stages[:-1]) and stages[-1] == "stage 6/6 epochs"
