@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shlex
 import shutil
 import signal
@@ -299,13 +300,22 @@ def run_dvc(argv: list[str]) -> tuple[int, bool]:
     try:
         return proc.wait(), False
     except KeyboardInterrupt:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGINT)
+        if not _in_terminal_foreground(proc.pid):  # else the terminal's Ctrl-C reached it
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
         try:
             return proc.wait(), True
         except KeyboardInterrupt:
             proc.kill()
             return proc.wait(), True
+
+
+def _in_terminal_foreground(pid: int) -> bool:
+    """Whether process *pid* is in the terminal's foreground group (a Ctrl-C there reaches it)."""
+    try:
+        return os.getpgid(pid) == os.tcgetpgrp(sys.stdin.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def started(name: str, scale: Scale, smoke: bool, extra: list[str]) -> bool:

@@ -4,10 +4,13 @@ writes DIR/cleaned, as DVC finishes its own clean-up, and exits 130."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
 
+# Ctrl-C's default: a shell without job control starts background commands with SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 folder = Path(sys.argv[1])
 try:
     (folder / "ready").touch()

@@ -177,7 +177,7 @@ def test_an_interrupted_temp_run_leaves_nothing_behind(monkeypatch, capsys, tmp_
     assert presets.dvc_temp_entries(tmp_path) == {older}
 
 
-def test_ctrl_c_lets_dvc_finish_its_own_clean_up(tmp_path):
+def test_ctrl_c_lets_dvc_finish_its_own_clean_up(tmp_path, monkeypatch, request):
     """The run used subprocess.run, which kills its child 0.25 s after a Ctrl-C: DVC was cut
     off mid-clean-up. Now the child gets the SIGINT and is waited for."""
     import os
@@ -191,6 +191,10 @@ def test_ctrl_c_lets_dvc_finish_its_own_clean_up(tmp_path):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Ctrl-C's default handler (a shell without job control starts background commands with
+    # SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, old))
     threading.Thread(target=interrupt_when_ready, daemon=True).start()
     assert presets.run_dvc(["tests.core.interrupt_probe", str(tmp_path)]) == (130, True)
     assert (tmp_path / "cleaned").exists()

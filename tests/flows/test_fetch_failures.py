@@ -72,7 +72,7 @@ def test_with_the_network_on_the_missing_mirror_is_said_once(no_mirror, caplog, 
     assert no_mirror and all(kw["mirror"] is None for kw in no_mirror)
 
 
-def test_ctrl_c_in_a_threaded_map_asks_the_running_calls_to_stop(monkeypatch):
+def test_ctrl_c_in_a_threaded_map_asks_the_running_calls_to_stop(monkeypatch, request):
     """Issue #59 row 19: Ctrl-C while the download's threads fetched waited for every running
     file (~28 s from a slow mirror); the map now calls on_abort (fetch.stop_transfers) first."""
     import os
@@ -95,6 +95,10 @@ def test_ctrl_c_in_a_threaded_map_asks_the_running_calls_to_stop(monkeypatch):
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Ctrl-C's default handler (a shell without job control starts background commands with
+    # SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, old))
     token = CURRENT_RUNNER.set(Runner("threads", 2))
     threading.Thread(target=interrupt, daemon=True).start()
     try:
