@@ -375,7 +375,11 @@ def _resume(
     """The saved state when last.pt continues this very run; a fresh state otherwise."""
     if not (settings.resume and last.exists()):
         return LoopState()
-    ckpt = load_checkpoint(last)
+    try:
+        ckpt = load_checkpoint(last)
+    except CorefreproError as exc:  # resume state is a cache: a damaged one is not a failure
+        log.warning("%s: not resuming (%s): training from scratch", last, exc)
+        return LoopState()
     saved = LoopState(**ckpt["loop"])
     reason = None
     saved_print = ckpt.get("fingerprint") or {}

@@ -338,3 +338,15 @@ def test_each_epoch_line_carries_the_stage_eta(tmp_path, caplog, monkeypatch):
     stages = [line.rsplit(" | ", 1)[1] for line in lines]
     assert [s.split(",")[0] for s in stages] == [f"stage {k}/6 epochs" for k in range(1, 7)]
     assert all(", ETA " in s for s in stages[:-1]) and stages[-1] == "stage 6/6 epochs"
+
+
+def test_a_damaged_last_pt_trains_from_scratch(tmp_path, caplog):
+    """#59, own round on the resume folder: a truncated last.pt (a full disk, a copy cut
+    short) failed the stage ("Remove it and rerun"); resume state is a cache, so the run
+    starts over with one warning."""
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    (tmp_path / "last.pt").write_bytes(b"garbage")
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        again = fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    assert again.resumed_from == 0 and again.epochs_run == 2
+    assert "not resuming" in caplog.text and "unreadable checkpoint" in caplog.text
