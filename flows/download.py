@@ -83,6 +83,7 @@ def download(corpus: str) -> dict[str, str]:
             mirror or "none",
             shared.network,
         )
+        fetch.allow_transfers()
         digests = fetch_file.map_kwargs(
             (
                 {
@@ -97,6 +98,7 @@ def download(corpus: str) -> dict[str, str]:
                 }
                 for src in sources
             ),
+            on_abort=fetch.stop_transfers,  # Ctrl-C: the transfers stop, their .part kept
         )
         skipped = [src.relpath for src, d in zip(sources, digests, strict=True) if d is None]
         if skipped:

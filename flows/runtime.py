@@ -69,6 +69,24 @@ def setup_logging() -> None:
         )
     os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "corefrepro")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per Prefect API call
+    if not sys.stderr.isatty():
+        quiet_library_bars()
+
+
+def quiet_library_bars() -> None:
+    """No library progress bars in a log (`dvc repro > log`, Prefect, CI): Hugging Face's tqdm
+    bars are carriage-return lines there. The project's own progress writes log lines
+    (tasks/core/progress.py). Set for libraries imported later (and child processes) through
+    the environment, for those already imported through their switches."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 def _log_to_run() -> None:
@@ -162,8 +180,12 @@ class StageTask:
         calls: Iterable[dict[str, Any]],
         max_workers: int | None = None,
         on_done: Callable[[int, Any], None] | None = None,
+        on_abort: Callable[[], None] | None = None,
     ) -> list[Any]:
         """Run one call per kwargs dict concurrently; results in input order.
+
+        on_abort() is called when the map ends early (a failure, Ctrl-C), before it waits for
+        the calls still running: a way to make them stop (threads cannot be killed).
 
         Orchestrated: Prefect task runs on the flow's task runner (threads or Dask). Local: the
         flow's Runner -- a thread pool, or a process pool (spawned) for CPU-bound Python work.
@@ -173,10 +195,15 @@ class StageTask:
         results: list[Any] = [None] * len(calls)
         if orchestrated():
             futures = [self.prefect_task.submit(**kw) for kw in calls]
-            for i, fut in enumerate(futures):
-                results[i] = fut.result()
-                if on_done:
-                    on_done(i, results[i])
+            try:
+                for i, fut in enumerate(futures):
+                    results[i] = fut.result()
+                    if on_done:
+                        on_done(i, results[i])
+            except BaseException:
+                if on_abort is not None:
+                    on_abort()
+                raise
             return results
         spec = CURRENT_RUNNER.get()
         workers = max_workers or spec.workers
@@ -197,16 +224,19 @@ class StageTask:
                 pool.submit(_call_with_retries, *self._retry_args(), kw): i
                 for i, kw in enumerate(calls)
             }
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
+            try:
+                for fut in as_completed(futures):
+                    i = futures[fut]
                     results[i] = fut.result()
-                except BaseException:
-                    # fail fast: the first error ends the map; calls not yet started never run
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
-                if on_done:
-                    on_done(i, results[i])
+                    if on_done:
+                        on_done(i, results[i])
+            except BaseException:
+                # fail fast: the first error (or Ctrl-C while waiting) ends the map; calls not
+                # yet started never run, running ones are asked to stop first
+                if on_abort is not None:
+                    on_abort()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
         return results
 
     def _retry_args(self) -> tuple[Any, ...]:
@@ -599,21 +629,28 @@ def one_at_a_time(item: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     from tasks.core.config import resolve_path
-    from tasks.core.layout import temp_dir
+    from tasks.core.errors import CorefreproError
+    from tasks.core.layout import TEMP_DIR
     from tasks.core.storage import secondary_process
 
     if secondary_process():  # torchrun's RANK 0 holds it for the processes of its run
         yield
         return
-    folder = temp_dir(resolve_path("data")) / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = resolve_path("data") / TEMP_DIR / "locks"
     lock = FileLock(folder / f"{item.replace(os.sep, '_')}.lock")
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         lock.acquire(timeout=0)
     except Timeout:
         log.info("%s: another process is running it (lock %s); waiting for it to finish",
                  item, lock.lock_file)  # fmt: skip
         lock.acquire()
+    except OSError as exc:  # a read-only checkout, a full disk: before any work, one line
+        raise CorefreproError(
+            f"{exc.filename or folder}: cannot write the lock of {item} here "
+            f"({exc.strerror or exc}); a stage writes under data/, artifacts/, metrics/, ... "
+            "of its checkout: run it in a writable copy"
+        ) from None
     try:
         yield
     finally:
@@ -640,6 +677,12 @@ def run_cli(entry: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except CorefreproError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("interrupted: no output was left half-written; run it again (or `dvc repro`) to "
+              "continue "
+              "(partial downloads, finished annotation shards and, with train.resume, "
+              "last.pt are kept in data/cache/)", file=sys.stderr)  # fmt: skip
+        raise SystemExit(130) from None
 
 
 def torchrun(module: str, nproc_setting: Callable[[], int], argv: list[str] | None = None) -> bool:

@@ -44,6 +44,7 @@ from models.mage.train import (
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
+from tasks.core.progress import STAGE_CLOCK
 from tasks.core.storage import sha256_of
 from tasks.training.loop import RUN_ONLY
 from tasks.training.stage import (
@@ -171,6 +172,7 @@ def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
     seeds = seeds_of(cfg, seeds)
     data = item.load_data()
     graphs_sha256 = sha256_of(item.graphs)
+    STAGE_CLOCK.plan(len(seeds) * int(item.train.epochs))  # the stage's ETA in each epoch's line
     if len(seeds) > 1 and item.train.seeds_stacked:  # one batched model
         results = train_stacked_task(model, task, seeds, data, item, graphs_sha256)
     else:

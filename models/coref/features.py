@@ -68,6 +68,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
     Name,
+    WritePath,
     bounded,
     key_path,
     parse_settings,
@@ -130,7 +131,7 @@ class LMFeaturesSettings:
     encoder: Name = "tiny"  # the key of `encoders` the stage runs
     encoders: dict[Name, EncoderSettings] = field(default_factory=dict)
     tiny: TinyEncoderSettings = field(default_factory=TinyEncoderSettings)
-    cache_dir: str = "data/cache/pretrained"  # smollm2/minilm converted or unpacked (shared)
+    cache_dir: WritePath = "data/cache/pretrained"  # smollm2/minilm converted or unpacked (shared)
     batch_windows: int = bounded(8, ge=1)  # windows of one document per LM pass
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)

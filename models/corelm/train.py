@@ -54,7 +54,7 @@ from models.corelm.model import (
 from tasks.core.checkpoints import jsonable, seed_everything
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import docs_dir, graphs_dir
-from tasks.core.settings import bounded, settings_to_dict
+from tasks.core.settings import WritePath, bounded, settings_to_dict
 from tasks.core.storage import read_table
 from tasks.training.loop import (
     LoopSettings,
@@ -161,7 +161,7 @@ class TrainCoreLMSettings:
     gating: GatingSettings = field(default_factory=GatingSettings)
     train: CoreLMTrain = field(default_factory=CoreLMTrain)
     eval: EvalSettings = field(default_factory=EvalSettings)
-    cache_dir: str = "data/cache/pretrained"  # converted backbones (not a DVC output)
+    cache_dir: WritePath = "data/cache/pretrained"  # converted backbones (not a DVC output)
 
     def validate(self, path: str) -> None:
         from tasks.core.settings import ConfigError

@@ -54,7 +54,7 @@ from tasks.core.checkpoints import jsonable, pick_device
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_write_target
 from tasks.core.progress import Progress
-from tasks.core.settings import ConfigError, Name, bounded, settings_to_dict
+from tasks.core.settings import ConfigError, Name, WritePath, bounded, settings_to_dict
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import torch_threads
 
@@ -119,7 +119,7 @@ class TrainStanzaCorefSettings:
     exclude_singletons: bool = True  # and score without them (train_coref's convention)
     encoder: str = "tiny"  # tiny | minilm | smollm2 | a local directory (encoder.py)
     tiny: TinyEncoderSettings = field(default_factory=TinyEncoderSettings)
-    cache_dir: str = "data/cache/pretrained"  # unpacked/converted encoders (not a DVC output)
+    cache_dir: WritePath = "data/cache/pretrained"  # unpacked/converted encoders (not a DVC output)
     seed: int = 1
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)
@@ -193,6 +193,33 @@ def write_stanza_data(splits: Mapping[str, Sequence[CorefDocument]], data_dir: P
 # --------------------------------------------------------------------------- training
 
 
+NO_SPANS = "zero division error because the model predicted no spans"
+
+
+@contextlib.contextmanager
+def _no_spans_said_once(epoch: int) -> Iterator[None]:
+    """Stanza's scorer warns once per metric (MUC, B3, CEAFe) and document set when the model
+    predicts no spans (an early epoch's, the embedded default's): one line of ours instead."""
+    stanza_log = logging.getLogger("stanza")
+    said: list[str] = []
+
+    def folded(record: logging.LogRecord) -> bool:
+        if NO_SPANS in record.getMessage():
+            said.append(record.getMessage().split(" ", 1)[0])
+            return False
+        return True
+
+    stanza_log.addFilter(folded)
+    try:
+        yield
+    finally:
+        stanza_log.removeFilter(folded)
+    if said:
+        log.info("epoch %d: the model predicted no spans on dev, so %s are 0 (Stanza's %d "
+                 "zero-division warnings folded into this line)", epoch,
+                 "/".join(dict.fromkeys(said)), len(said))  # fmt: skip
+
+
 @contextlib.contextmanager
 def watched(model: Any, progress: Progress, on_dev: Callable[[int, tuple], None]) -> Iterator[None]:
     """Progress lines and per-epoch dev scores from Stanza's own loop: its tqdm bars are hidden
@@ -210,7 +237,8 @@ def watched(model: Any, progress: Progress, on_dev: Callable[[int, tuple], None]
 
     @functools.wraps(evaluate)
     def scored(*args: Any, **kwargs: Any) -> tuple:
-        scores = evaluate(*args, **kwargs)
+        with _no_spans_said_once(model.epochs_trained):
+            scores = evaluate(*args, **kwargs)
         on_dev(model.epochs_trained, scores)
         return scores
 

@@ -12,6 +12,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
     Name,
+    WritePath,
     bounded,
     load_stage_settings,
 )
@@ -39,7 +40,7 @@ class AnnotateSettings:
     # a running Dask scheduler (tcp://host:port) to join instead of starting a LocalCluster;
     # executor dask only. null: DASK_SCHEDULER_ADDRESS if set, else a local cluster
     dask_address: str | None = None
-    cache_dir: str = "data/cache/annotate"  # finished shards of an interrupted run
+    cache_dir: WritePath = "data/cache/annotate"  # finished shards of an interrupted run
     score_split: Literal["train", "dev", "test"] = "dev"
     annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_runs: dict[Name, RunEntry] = field(default_factory=dict)

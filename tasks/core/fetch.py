@@ -1,18 +1,24 @@
 """Getting corpus files onto disk: local mirror or URL prefix first, then the network.
 
-Every file is declared as a `Source` with its canonical URL and pinned sha256. Downloads are
-streamed to `<file>.part` (resumed with an HTTP Range request when a retry finds one), checked,
-and only then renamed into place, so an interrupted or failed fetch never leaves a file that
-looks complete. Retrying is the caller's job (the Prefect task wrapper), one attempt here.
+Every file is declared as a `Source` with its canonical URL and pinned sha256. Downloads, and
+copies from a local mirror, are streamed to `<cache>/<corpus>/<file>.part` (resumed, with an
+HTTP Range request or from the copied length, when a retry or a rerun finds one), checked, and
+only then renamed into place, so an interrupted or failed fetch never leaves a file that looks
+complete. `stop_transfers()` (Ctrl-C of the download stage) ends every transfer in progress
+within one read, keeping its `.part`. Retrying is the caller's job (the Prefect task wrapper),
+one attempt here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
+import socket
 import tarfile
+import threading
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +28,7 @@ from urllib.parse import unquote, urlparse
 
 from tasks.core.config import MIRROR_ENV, params, resolve_mirror
 from tasks.core.errors import ChecksumError, CorefreproError, MissingSourceError
-from tasks.core.settings import bounded, parse_settings
+from tasks.core.settings import WritePath, bounded, parse_settings
 from tasks.core.storage import atomic_path, sha256_of
 
 log = logging.getLogger("corefrepro.fetch")
@@ -38,7 +44,7 @@ class DownloadSettings:
     fetch_optional: bool = True  # also download optional files (held-back test splits)
     timeout_s: float = bounded(60.0, gt=0)
     workers: int = bounded(4, ge=1)  # concurrent file fetches
-    cache_dir: str = "data/cache"  # resumable network downloads (not a DVC output)
+    cache_dir: WritePath = "data/cache"  # resumable network downloads (not a DVC output)
 
 
 def shared_download_settings(section: Mapping[str, Any] | None) -> DownloadSettings:
@@ -91,6 +97,37 @@ class Source:
     mirror_relpath: str | None = None
 
 
+class TransferStopped(CorefreproError):
+    """A transfer ended by stop_transfers (Ctrl-C): its .part stays for the next run."""
+
+
+_STOP = threading.Event()
+_ACTIVE: set[Any] = set()  # the HTTP responses being read (their sockets: stop_transfers)
+_ACTIVE_LOCK = threading.Lock()
+
+
+def stop_transfers() -> None:
+    """End every transfer in progress (from any thread) within one read: a slow mirror's as
+    well as a stalled one's (its socket is shut down). Each keeps its .part."""
+    _STOP.set()
+    with _ACTIVE_LOCK:
+        responses = list(_ACTIVE)
+    for resp in responses:
+        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
+        with contextlib.suppress(OSError, AttributeError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def allow_transfers() -> None:
+    """Undo stop_transfers (a new download in the same process)."""
+    _STOP.clear()
+
+
+def _check_stop(what: str | Path) -> None:
+    if _STOP.is_set():
+        raise TransferStopped(f"{what}: stopped; its partial file is resumed on the next run")
+
+
 def retryable(exc: BaseException) -> bool:
     """Whether a retry of fetch_source may succeed where this attempt failed: only a
     transient network failure. A checksum mismatch or an absent file will not fix itself."""
@@ -133,6 +170,7 @@ def _stream(url: str, part: Path, timeout: float) -> None:
     """Download *url* into *part*, resuming from its current size when the server allows."""
     import requests
 
+    _check_stop(url)
     have = part.stat().st_size if part.exists() else 0
     headers = {"Range": f"bytes={have}-"} if have else {}
     with requests.get(url, stream=True, timeout=timeout, headers=headers) as resp:
@@ -145,35 +183,89 @@ def _stream(url: str, part: Path, timeout: float) -> None:
         total = resp.headers.get("Content-Length")
         total_n = int(total) + have if total and total.isdigit() else None
         next_log = have + PROGRESS_EVERY
-        with open(part, mode) as fh:
-            for block in resp.iter_content(STREAM_CHUNK):
-                fh.write(block)
-                have += len(block)
-                if have >= next_log:
-                    pct = f" ({100 * have / total_n:.0f}%)" if total_n else ""
-                    log.info("%s: %d MiB%s", url, have >> 20, pct)
-                    next_log += PROGRESS_EVERY
+        with _ACTIVE_LOCK:
+            _ACTIVE.add(resp)
+        try:
+            with open(part, mode) as fh:
+                # read1: what has arrived (at most STREAM_CHUNK), so a slow mirror's transfer
+                # sees stop_transfers after one read, not after a 64 KiB block has trickled in
+                while block := resp.raw.read1(STREAM_CHUNK, decode_content=True):
+                    fh.write(block)
+                    have += len(block)
+                    _check_stop(url)
+                    if have >= next_log:
+                        pct = f" ({100 * have / total_n:.0f}%)" if total_n else ""
+                        log.info("%s: %d MiB%s", url, have >> 20, pct)
+                        next_log += PROGRESS_EVERY
+        except Exception as exc:
+            _check_stop(url)  # a socket shut down by stop_transfers: stopped, not failed
+            import urllib3
+
+            # read1 raises urllib3's errors; _transient knows requests' (iter_content's)
+            if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+                raise requests.exceptions.ReadTimeout(f"{url}: {exc}") from exc
+            if isinstance(exc, urllib3.exceptions.ProtocolError | urllib3.exceptions.DecodeError):
+                raise requests.exceptions.ChunkedEncodingError(f"{url}: {exc}") from exc
+            raise
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE.discard(resp)
+        if total_n is not None and have < total_n:
+            _check_stop(url)
+            raise requests.exceptions.ChunkedEncodingError(
+                f"{url}: connection closed after {have} of {total_n} bytes"
+            )
 
 
-def _fetch_url(url: str, target: Path, expected: str | None, timeout: float) -> str:
-    """Fetch one URL (http(s) or file://) onto *target*, verified, atomically."""
+def _copy_resumable(src: Path, part: Path) -> None:
+    """Copy *src* into *part*, continuing a partial copy when its bytes are still src's start
+    (its last block is compared), from the beginning otherwise."""
+    size = src.stat().st_size
+    have = part.stat().st_size if part.exists() else 0
+    if have:
+        tail = min(have, CHUNK)
+        with open(src, "rb") as a, open(part, "rb") as b:
+            a.seek(have - tail)
+            b.seek(have - tail)
+            same = have <= size and a.read(tail) == b.read(tail)
+        if same:
+            log.info("%s: resuming the copy at %d of %d bytes", src, have, size)
+        else:
+            have = 0
+    part.parent.mkdir(parents=True, exist_ok=True)
+    with open(src, "rb") as fin, open(part, "ab" if have else "wb") as fout:
+        fin.seek(have)
+        while block := fin.read(CHUNK):
+            fout.write(block)
+            _check_stop(src)
+
+
+def _fetch_url(
+    url: str, target: Path, expected: str | None, timeout: float, part: Path | None = None
+) -> str:
+    """Fetch one URL (http(s) or file://) onto *target*, verified, atomically. A file:// copy
+    goes through *part* (resumable: a local mirror's copy in the cache) when one is given."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
         src = Path(unquote(parsed.path))
         if not src.exists():
             raise FileNotFoundError(src)
-        with atomic_path(target) as tmp:
-            shutil.copyfile(src, tmp)
-            return _verify(tmp, expected, str(src))
-    part = target.with_name(target.name + ".part")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _stream(url, part, timeout)
+        if part is None:
+            with atomic_path(target) as tmp:
+                shutil.copyfile(src, tmp)
+                return _verify(tmp, expected, str(src))
+        _copy_resumable(src, part)
+    else:
+        part = target.with_name(target.name + ".part")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _stream(url, part, timeout)
     try:
         digest = _verify(part, expected, url)
     except ChecksumError:
         part.unlink(missing_ok=True)  # a resumed file that fails the check is not resumable
         raise
-    os.replace(part, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(part, target)  # a rename; a copy where the cache is on another filesystem
     return digest
 
 
@@ -259,7 +351,7 @@ def fetch_source(
             url = f"{mirror}/{mirror_dir}/{rel}"
             try:
                 return _via_cache(url, cached, target, source.sha256, timeout)
-            except ChecksumError:
+            except (ChecksumError, TransferStopped):
                 raise
             except Exception as exc:  # noqa: BLE001 - any transport failure falls through
                 tried.append(f"mirror {url} ({type(exc).__name__})")
@@ -267,19 +359,21 @@ def fetch_source(
         else:
             path = Path(mirror) / mirror_dir / rel
             if path.exists():
-                return _fetch_url(path.resolve().as_uri(), target, source.sha256, timeout)
+                part = cached.with_name(cached.name + ".part")
+                return _fetch_url(path.resolve().as_uri(), target, source.sha256, timeout, part)
             tried.append(f"mirror {path} (absent)")
 
     if source.url and source.url.startswith("file://"):
         # a user-supplied local copy (e.g. LDC's OntoNotes): no network involved
         try:
-            return _fetch_url(source.url, target, source.sha256, timeout)
+            part = cached.with_name(cached.name + ".part")
+            return _fetch_url(source.url, target, source.sha256, timeout, part)
         except FileNotFoundError as exc:
             tried.append(f"{source.url} (absent: {exc})")
     elif network and source.url:
         try:
             return _via_cache(source.url, cached, target, source.sha256, timeout)
-        except ChecksumError:
+        except (ChecksumError, TransferStopped):
             raise
         except Exception as exc:  # noqa: BLE001
             tried.append(f"{source.url} ({type(exc).__name__}: {exc})"[:300])
@@ -293,7 +387,7 @@ def fetch_source(
             ):
                 _fetch_url(arc.url, arc_path, arc.sha256, timeout)
             return _extract_member(arc_path, arc.member, target, source.sha256)
-        except ChecksumError:
+        except (ChecksumError, TransferStopped):
             raise
         except Exception as exc:  # noqa: BLE001
             tried.append(f"{arc.url} ({type(exc).__name__}: {exc})"[:300])

@@ -56,7 +56,11 @@ preset's overrides applied by DVC's own `apply_overrides`) and reproduces the ta
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -339,12 +343,75 @@ def main(argv: list[str] | None = None) -> int:
     print(shlex.join(["uv", "run", *argv_]), flush=True)
     if args.verb == "show":
         return 0
-    returncode = subprocess.run([sys.executable, "-m", *argv_], cwd=REPO_ROOT).returncode
-    if returncode and args.verb == "run" and not {"--temp", "--queue"} & set(extra):
-        print(f"interrupted or failed: `{resume_hint(args.name, args.scale, args.smoke, extra)}` "
+    temp = args.verb == "run" and "--temp" in extra
+    before = dvc_temp_entries(REPO_ROOT) if temp else set()
+    returncode, interrupted = run_dvc(argv_)
+    if not returncode or args.verb != "run" or "--queue" in extra:
+        return returncode
+    what = "interrupted" if interrupted else f"failed (exit {returncode})"
+    if temp:  # DVC leaves a killed --temp run's copy behind, listed as Running by exp show
+        left = sorted(dvc_temp_entries(REPO_ROOT) - before)
+        for path in left:
+            shutil.rmtree(path, ignore_errors=True)
+        print(f"{what}: a --temp run keeps nothing to resume"
+              + (f" (its temporary copy, {len(left)} folders under .dvc/tmp/exps/, removed)"
+                 if left else "")
+              + f"; run it again: `{shlex.join(['uv', 'run', *argv_])}`", file=sys.stderr)  # fmt: skip
+    elif started(args.name, args.scale, args.smoke, extra):
+        print(f"{what}: `{resume_hint(args.name, args.scale, args.smoke, extra)}` "
               "continues from each stage's last.pt (a second `run` restores the committed "
               "outputs first and loses them)", file=sys.stderr)  # fmt: skip
+    # else: DVC refused the command before it applied the preset (a bad option): nothing ran
     return returncode
+
+
+def run_dvc(argv: list[str]) -> tuple[int, bool]:
+    """(exit status, interrupted) of `python -m <argv>`. On Ctrl-C this process waits for DVC
+    to stop on its own (the terminal's Ctrl-C reaches it too; one sent to this process alone
+    is passed on) instead of killing it mid-write; a second Ctrl-C kills it."""
+    proc = subprocess.Popen([sys.executable, "-m", *argv], cwd=REPO_ROOT)
+    try:
+        return proc.wait(), False
+    except KeyboardInterrupt:
+        if not _in_terminal_foreground(proc.pid):  # else the terminal's Ctrl-C reached it
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(), True
+        except KeyboardInterrupt:
+            proc.kill()
+            return proc.wait(), True
+
+
+def _in_terminal_foreground(pid: int) -> bool:
+    """Whether process *pid* is in the terminal's foreground group (a Ctrl-C there reaches it)."""
+    try:
+        return os.getpgid(pid) == os.tcgetpgrp(sys.stdin.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def started(name: str, scale: Scale, smoke: bool, extra: list[str]) -> bool:
+    """Whether a failed `run` got as far as applying the preset to params.yaml (so `resume`
+    has something to continue): DVC refuses a bad option before that."""
+    pairs = [x for i in range(0, len(extra) - 1) if extra[i] in ("-S", "--set-param")
+             for x in extra[i : i + 2]]  # fmt: skip
+    try:
+        resume_command(name, scale, pairs, smoke)
+    except CorefreproError:
+        return False
+    return True
+
+
+def dvc_temp_entries(root: Path) -> set[Path]:
+    """The folders DVC 3 keeps for running `--temp` experiments: the copy
+    (.dvc/tmp/exps/standalone/tmp*) and the run records `dvc exp show` reads
+    (.dvc/tmp/exps/run/<rev>, .dvc/tmp/exps/standalone/run/<rev>)."""
+    exps = root / ".dvc" / "tmp" / "exps"
+    found = {p for p in (exps / "standalone").glob("tmp*") if p.is_dir()}
+    for runs in (exps / "run", exps / "standalone" / "run"):
+        found |= {p for p in runs.glob("*") if p.is_dir()}
+    return found
 
 
 if __name__ == "__main__":

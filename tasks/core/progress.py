@@ -1,6 +1,11 @@
 """Progress with rate and ETA for long work (annotation shards, k-best documents, training
 batches): a tqdm bar on a terminal; in logs (Prefect, CI, `dvc repro > log`) a line every
-`every_s` seconds and one at the end, so a log never floods and never goes silent."""
+`every_s` seconds and one at the end, so a log never floods and never goes silent.
+
+`STAGE_CLOCK`, the clock of a whole training stage: the stage plans every epoch of every seed (and
+task) it will train (`STAGE_CLOCK.plan(n)`), the loop counts each epoch done, and each epoch's log
+line ends with the stage's ETA (an upper bound: early stopping ends runs sooner).
+"""
 
 from __future__ import annotations
 
@@ -79,6 +84,51 @@ class Progress:
             self.close()
         elif self._bar is not None:
             self._bar.close()
+
+
+class StageClock:
+    """Epochs planned and done in this process's stage (each lane of stacked seeds counts)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.total = self.done = 0
+        self.planned = False  # the stage planned its whole work (else: the runs started)
+        self.started: float | None = None
+
+    def plan(self, epochs: int) -> None:
+        """The stage's whole work: `epochs` over all its seeds and tasks (before the first)."""
+        self.total += int(epochs)
+        self.planned = True
+
+    def run_started(self, epochs: int, resumed: int = 0) -> None:
+        """A run (fit) of `epochs` epochs, `resumed` of them already done by an earlier process
+        (not this one's work); a stage that made no plan counts the runs as they start."""
+        if not self.planned:
+            self.total += int(epochs)
+        self.total -= int(resumed)
+        if self.started is None:
+            self.started = time.perf_counter()
+
+    def run_ended(self, planned: int, ran: int) -> None:
+        """Epochs a run was planned for but did not need (early stopping, a time budget)."""
+        self.total -= max(int(planned) - int(ran), 0)
+
+    def tick(self, n: int = 1) -> None:
+        self.done += n
+
+    def line(self, now: float | None = None) -> str:
+        """'stage 12/60 epochs, ETA 3 h 02 min' ('' before the first epoch is done)."""
+        if not self.done or self.started is None or self.total <= 0:
+            return ""
+        now = time.perf_counter() if now is None else now
+        left = max(self.total - self.done, 0)
+        eta = f", ETA {_eta((now - self.started) / self.done * left)}" if left else ""
+        return f"stage {self.done}/{self.total} epochs{eta}"
+
+
+STAGE_CLOCK = StageClock()
 
 
 def track(items: Iterable[T], label: str, total: int | None, unit: str = "it", **kw) -> Iterator[T]:

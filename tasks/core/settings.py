@@ -27,7 +27,9 @@ A stage declares its settings (nanoGPT-style) and loads them once:
 
 Field types: bool, int, float (an int is accepted; a bool is a number nowhere), str, Name (a
 str that becomes a directory name: a run, corpus or derived-corpus name; checked against
-tasks.core.layout.SAFE_NAME, so "../x" or "/tmp" is refused where params are parsed), X | None,
+tasks.core.layout.SAFE_NAME, so "../x" or "/tmp" is refused where params are parsed), WritePath
+(a folder a stage writes under, relative to the checkout: it must lie inside the data roots,
+tasks.core.layout.check_write_target, so `cache_dir: /tmp/x` is refused before any work), X | None,
 Literal[...], list[T], tuple[T, ...] (or a fixed tuple[A, B]), dict[K, T], nested settings
 dataclasses, and Any (passed through, copied). A section (dataclass) given as null or left out
 takes all its defaults; a dict field given as null is empty. Defaults are not re-checked.
@@ -68,7 +70,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 from tasks.core import config
 from tasks.core.config import PARAMS_FILE
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import name_problem
+from tasks.core.layout import DATA_ROOTS, WRITE_ROOTS_ENV, check_write_target, name_problem
 
 T = TypeVar("T")
 # A problem before formatting: (key path, what is wrong); an empty path means the message
@@ -119,6 +121,11 @@ def bounded(default: Any = dataclasses.MISSING, **bounds: Any) -> Any:
 class Name(str):
     """Settings type of a name that becomes a path component (run, corpus, derived corpus):
     parsed as a plain str that must match tasks.core.layout.SAFE_NAME."""
+
+
+class WritePath(str):
+    """Settings type of a folder a stage writes under (a cache): parsed as a plain str that,
+    relative to the checkout, lies inside the data roots (tasks.core.layout.write_roots)."""
 
 
 class ConfigError(CorefreproError):
@@ -224,7 +231,13 @@ def _fields(cls: type) -> dict[str, tuple[Any, bool]]:
 
 def _check_supported(tp: Any, where: str) -> None:
     origin = get_origin(tp)
-    if tp is Any or tp is _NONE or tp in _SCALARS or tp is Name or _is_settings_class(tp):
+    if (
+        tp is Any
+        or tp is _NONE
+        or tp in _SCALARS
+        or tp in (Name, WritePath)
+        or _is_settings_class(tp)
+    ):
         return
     if origin is Literal:
         return
@@ -255,6 +268,8 @@ def _parse(tp: Any, value: Any, path: str, problems: list[Problem]) -> Any:
         return None
     if tp is Name:
         return _parse_name(value, path, problems)
+    if tp is WritePath:
+        return _parse_write_path(value, path, problems)
     if _scalar_ok(tp, value):
         return float(value) if tp is float else value
     problems.append((path, f"expected {_describe(tp)}, got {_show(value)}{_yaml_hint(tp, value)}"))
@@ -331,6 +346,19 @@ def _parse_name(value: Any, path: str, problems: list[Problem]) -> Any:
     return str(value)
 
 
+def _parse_write_path(value: Any, path: str, problems: list[Problem]) -> Any:
+    if not isinstance(value, str):
+        problems.append((path, f"expected str, got {_show(value)}"))
+        return _FAIL
+    try:
+        check_write_target(config.resolve_path(value) / "x")  # something written under the folder
+    except CorefreproError:
+        problems.append((path, f"{value!r} is outside the data roots ({', '.join(DATA_ROOTS)} "
+                               f"of the checkout); set {WRITE_ROOTS_ENV} to allow another folder"))  # fmt: skip
+        return _FAIL
+    return str(value)
+
+
 def _parse_union(tp: Any, value: Any, path: str, problems: list[Problem]) -> Any:
     """The first arm that takes `value`; arms are tried only where the value's shape fits, so
     a mapping with a typo reports the typo, not "expected ... or None"."""
@@ -371,7 +399,7 @@ def _fits(tp: Any, value: Any) -> bool:
         return any(_fits(arm, value) for arm in get_args(tp))
     if origin in (list, tuple):
         return isinstance(value, list | tuple)
-    if tp is Name:
+    if tp in (Name, WritePath):
         return isinstance(value, str)
     return _scalar_ok(tp, value)
 

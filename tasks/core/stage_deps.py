@@ -78,7 +78,7 @@ PLUMBING: dict[str, frozenset[str]] = {
             "git_sha",  # provenance a results record names, no stage output
         }
     ),
-    "tasks/core/progress.py": frozenset({"Progress", "track"}),
+    "tasks/core/progress.py": frozenset({"Progress", "track", "STAGE_CLOCK"}),
     "tasks/core/errors.py": frozenset(
         {"CorefreproError", "DataError", "MissingSourceError", "ChecksumError", "first_line"}
     ),

@@ -51,6 +51,7 @@ from tasks.core.checkpoints import (
     save_checkpoint,
 )
 from tasks.core.errors import CorefreproError
+from tasks.core.progress import STAGE_CLOCK
 from tasks.core.settings import bounded
 from tasks.core.storage import write_metrics
 from tasks.training import distributed
@@ -67,6 +68,7 @@ RUN_ONLY = ("resume", "device", "threads", "log_every_s", "precision", "nproc", 
 # how long a run trains: a run resumes under a longer budget (the resume fingerprint leaves it
 # out; a settings fingerprint comparing finished runs keeps it)
 BUDGET = ("epochs", "max_time_s")
+SHOWN_DIFFS = 4  # differences a "not resuming" line names
 
 
 @dataclass
@@ -360,9 +362,11 @@ def _log_epoch(name, settings, row: Mapping[str, Any], improved: bool, keys, tim
     shown = [f"dev_{k}" for k in keys] if keys else [k for k in row if k.startswith("dev_")]
     devs = " ".join(f"{k[4:]} {row[k]:.4f}" for k in shown if k in row)
     acc = f" acc {row['train_acc']:.3f}" if "train_acc" in row else ""
-    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s (train %.1f s)%s", name,
+    stage = STAGE_CLOCK.line()
+    log.info("%s epoch %d/%d: train loss %.4f%s | dev %s | %.1f s (train %.1f s)%s%s", name,
              row["epoch"], settings.epochs, row["train_loss"], acc, devs,
-             timing["epoch_time_s"], timing["train_time_s"], " *" if improved else "")  # fmt: skip
+             timing["epoch_time_s"], timing["train_time_s"], " *" if improved else "",
+             f" | {stage}" if stage else "")  # fmt: skip
 
 
 def _resume(
@@ -371,13 +375,20 @@ def _resume(
     """The saved state when last.pt continues this very run; a fresh state otherwise."""
     if not (settings.resume and last.exists()):
         return LoopState()
-    ckpt = load_checkpoint(last)
+    try:
+        ckpt = load_checkpoint(last)
+    except CorefreproError as exc:  # resume state is a cache: a damaged one is not a failure
+        log.warning("%s: not resuming (%s): training from scratch", last, exc)
+        return LoopState()
     saved = LoopState(**ckpt["loop"])
     reason = None
     saved_print = ckpt.get("fingerprint") or {}
     if saved_print.get("sha256") != expected["sha256"]:
         diffs = config_diff(saved_print, expected)
-        changed = "; ".join(d for d in diffs if not d.startswith("sha256"))[:500]
+        items = [d for d in diffs if not d.startswith("sha256")]
+        # whole differences, never one cut mid-word: the first few and how many more
+        changed = "; ".join(items[:SHOWN_DIFFS]) + (
+            f"; and {len(items) - SHOWN_DIFFS} more" if len(items) > SHOWN_DIFFS else "")  # fmt: skip
         reason = f"code, data or settings changed since it was written: {changed or 'unknown'}"
     elif saved.epoch > int(settings.epochs):
         reason = f"it ran {saved.epoch} epochs, more than the {settings.epochs} requested"
@@ -496,12 +507,17 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         _barrier(ranks)  # every process has read last.pt before the main one rewrites it
         for lane in lanes if ranks.main else ():
             _drop_stale_best(lane)
+        planned = int(settings.epochs)
+        STAGE_CLOCK.run_started(planned * len(lanes), sum(lane.state.epoch for lane in lanes))
         while running := [lane for lane in lanes if lane.active(settings)]:
+            STAGE_CLOCK.tick(len(running))  # this epoch counts in its own line
             _run_epoch(recipe, lanes, optimizer, scheduler, scaler, precision, settings, ranks)
             if settings.resume and ranks.main:
                 _save_last(last, recipe, optimizer, scheduler, scaler, lanes[0].state, expected)
             for lane in running:
                 lane.state.stopped_early = _should_stop(lane.state, settings, started, lane.name)
+        for lane in lanes:
+            STAGE_CLOCK.run_ended(planned - resumed_from, lane.state.epoch - resumed_from)
         for lane in lanes if ranks.main else ():
             write_metrics(lane.out_dir / HISTORY, jsonable(lane.state.history))
             _check_selected(lane)

@@ -25,6 +25,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
+from tasks.core.progress import STAGE_CLOCK
 from tasks.core.settings import load_stage_settings, settings_to_dict
 from tasks.core.tracking import (
     log_checkpoint,
@@ -133,8 +134,12 @@ def train_item(family: Family, item: str, seed: int | None = None, *,
     dataset, params = dataset_name(family, settings), seed_run_params(family, settings, data)
     log.info("%s@%s on %s", family.stage, item, dataset)
     train_one = train_one or train_tracked_seed
+    seeds = seeds_to_train(family.stage, item, settings.seeds, seed)
+    epochs = getattr(getattr(settings, "train", None), "epochs", None)
+    if isinstance(epochs, int):  # the stage's ETA in each epoch's line: every seed's epochs
+        STAGE_CLOCK.plan(len(seeds) * epochs)
     results = [train_one(family, item, s, data, settings, dataset=dataset, run_params=params)
-               for s in seeds_to_train(family.stage, item, settings.seeds, seed)]  # fmt: skip
+               for s in seeds]  # fmt: skip
     return write_summary(family, item, results)
 
 

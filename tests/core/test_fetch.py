@@ -162,3 +162,126 @@ def test_the_mirror_setting_is_read_once_through_the_parsed_download_settings(
     monkeypatch.setenv(config.MIRROR_ENV, "https://host/m/")
     assert mirror_setting(params) == "https://host/m"
     assert config.resolve_mirror("") is None
+
+
+class _SlowHandler(http.server.BaseHTTPRequestHandler):
+    """A slow mirror that honours Range: 4 KiB every 20 ms (bounded: it gives up after 60 s),
+    or, with `stall`, one block then nothing for 60 s. `sent_all` says it finished."""
+
+    body = PAYLOAD
+    stall = False
+    ranges: list[str | None] = []
+    sent_all = threading.Event()
+
+    def do_GET(self):  # noqa: N802
+        import time
+
+        rng = self.headers.get("Range")
+        type(self).ranges.append(rng)
+        start = int(rng.split("=")[1].split("-")[0]) if rng else 0
+        chunk = self.body[start:]
+        self.send_response(206 if rng else 200)
+        self.send_header("Content-Length", str(len(chunk)))
+        self.end_headers()
+        deadline = time.time() + 60
+        try:
+            for i in range(0, len(chunk), 4096):
+                self.wfile.write(chunk[i : i + 4096])
+                self.wfile.flush()
+                if self.stall and not rng:
+                    while time.time() < deadline:
+                        time.sleep(0.05)
+                    return
+                if rng:  # the resumed request: at full speed
+                    continue
+                time.sleep(0.02)
+                if time.time() > deadline:
+                    return
+            type(self).sent_all.set()
+        except OSError:  # the client went away
+            return
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def slow_server():
+    _SlowHandler.ranges, _SlowHandler.stall = [], False
+    _SlowHandler.sent_all = threading.Event()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowHandler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", _SlowHandler
+    httpd.shutdown()
+
+
+def _fetch_in_thread(src, tmp_path, timeout):
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["digest"] = fetch_source(src, "demo", tmp_path / "raw", mirror=None,
+                                             mirror_dir="demo", network=True,
+                                             cache_dir=tmp_path / "cache", timeout=timeout)  # fmt: skip
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _wait_for_part(part, thread):
+    import time
+
+    deadline = time.time() + 60
+    while not (part.exists() and part.stat().st_size > 0) and time.time() < deadline:
+        assert thread.is_alive()
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("stall", [False, True])
+def test_stopped_transfers_end_at_once_and_a_rerun_resumes_the_part(tmp_path, slow_server, stall):
+    """Issue #59 row 19: Ctrl-C during a download from a slow mirror went on until the
+    worker threads had fetched their files; now stop_transfers (the download stage's Ctrl-C)
+    ends a slow transfer after one read, a stalled one at once (its socket is shut down), and
+    the next run asks only for the rest."""
+    from tasks.core import fetch
+
+    base, handler = slow_server
+    handler.stall = stall
+    src = Source("f.txt", SHA, url=f"{base}/f.txt")
+    part = tmp_path / "cache" / "demo" / "f.txt.part"
+    fetch.allow_transfers()
+    # a read timeout longer than the wait below: a stalled transfer must end by its socket
+    thread, outcome = _fetch_in_thread(src, tmp_path, timeout=120)
+    _wait_for_part(part, thread)
+    fetch.stop_transfers()
+    thread.join(30)
+    assert not thread.is_alive() and not handler.sent_all.is_set()  # ended before the server
+    assert isinstance(outcome.get("error"), fetch.TransferStopped), outcome
+    have = part.stat().st_size
+    assert 0 < have < len(PAYLOAD) and not (tmp_path / "raw" / "f.txt").exists()
+    fetch.allow_transfers()
+    assert _fetch(src, tmp_path) == SHA
+    assert handler.ranges == [None, f"bytes={have}-"]
+    assert (tmp_path / "raw" / "f.txt").read_bytes() == PAYLOAD and not part.exists()
+
+
+def test_a_local_mirror_copy_resumes_its_part(tmp_path, caplog):
+    import logging
+
+    (tmp_path / "m" / "demo").mkdir(parents=True)
+    (tmp_path / "m" / "demo" / "f.txt").write_bytes(PAYLOAD)
+    part = tmp_path / "cache" / "demo" / "f.txt.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(PAYLOAD[:100_000])  # an interrupted copy's
+    with caplog.at_level(logging.INFO, "corefrepro.fetch"):
+        assert _fetch(Source("f.txt", SHA), tmp_path, mirror=str(tmp_path / "m")) == SHA
+    assert "resuming the copy at 100000 of" in caplog.text
+    assert (tmp_path / "raw" / "f.txt").read_bytes() == PAYLOAD and not part.exists()
+    part.write_bytes(b"x" * 1000)  # not the file's start: copied whole, not resumed
+    (tmp_path / "raw" / "f.txt").unlink()
+    assert _fetch(Source("f.txt", SHA), tmp_path, mirror=str(tmp_path / "m")) == SHA
+    assert (tmp_path / "raw" / "f.txt").read_bytes() == PAYLOAD

@@ -251,3 +251,42 @@ def test_slots_and_training_mentions_follow_one_nesting_rule(monkeypatch):
     assert protocol(settings(), "inscript").nested == "heads"
     data["view_entitynlm"]["nested"] = "heads"
     assert protocol(settings(), "synthetic").nested == "heads"
+
+
+@pytest.mark.parametrize(
+    ("section", "call"),
+    [
+        ("annotate", "tasks.annotation.runs:settings()"),
+        ("download", "tasks.corpora.ingest:download_settings('synthetic')"),
+        ("lm_features", "flows.lm_features:settings()"),
+    ],
+)
+@pytest.mark.parametrize("value", ["/tmp/corefrepro-cache", "../elsewhere", "data/../.."])
+def test_a_cache_outside_the_data_roots_is_refused_where_params_are_parsed(
+    section, call, value, monkeypatch
+):
+    """Issue #59 row 24: `annotate.cache_dir: /tmp/...` was refused only when the first shard
+    was written, after annotating it and one retry."""
+    data = copy.deepcopy(config.params())
+    data[section]["cache_dir"] = value
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    module, expr = call.split(":")
+    expected = f"{section}.cache_dir: {value!r} is outside the data roots"
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        eval(expr, dict(__import__(module, fromlist=["_"]).__dict__))  # noqa: S307
+
+
+def test_a_cache_outside_the_data_roots_stops_annotate_before_any_shard(monkeypatch, capsys):
+    from flows import annotate as annotate_flow
+
+    data = copy.deepcopy(config.params())
+    data["annotate"]["cache_dir"] = "/tmp/corefrepro-cache"
+    monkeypatch.setattr(config, "_load", lambda path: data)
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    shards = []
+    monkeypatch.setattr(annotate_flow.annotate_shard, "fn", lambda **kw: shards.append(kw))
+    with pytest.raises(SystemExit) as stop:
+        annotate_flow.main(["--run", "synthetic-gold"])
+    assert stop.value.code == 2 and shards == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: annotate.cache_dir: '/tmp/corefrepro-cache' is outside")

@@ -105,11 +105,10 @@ def test_show_prints_the_dvc_exp_run_command(capsys):
 
 def test_run_hands_the_command_to_dvc(monkeypatch):
     calls = []
-    monkeypatch.setattr(presets.subprocess, "run",
-                        lambda argv, cwd: calls.append(argv) or type("P", (), {"returncode": 0}))  # fmt: skip
+    monkeypatch.setattr(presets, "run_dvc", lambda argv: calls.append(argv) or (0, False))
     assert presets.main(["run", "mage-babi", "--scale", "cpu", "--", "--queue"]) == 0
     argv = calls[0]
-    assert argv[1:5] == ["-m", "dvc", "exp", "run"]
+    assert argv[:3] == ["dvc", "exp", "run"]
     assert argv[-3:] == ["--queue", "train_mage", "report"]
     assert "train_mage.run.models=[ga,ga-mage16]" in argv
 
@@ -160,15 +159,69 @@ def test_no_training_folder_is_persisted_and_resume_follows_train_resume():
     assert presets.resume_scope("train_mage").startswith("train_mage: finished stages are kept")
 
 
-def test_a_failed_run_names_the_resume_command(monkeypatch, capsys):
-    monkeypatch.setattr(presets.subprocess, "run",
-                        lambda argv, cwd: type("P", (), {"returncode": 1}))  # fmt: skip
+def test_a_failed_run_names_the_resume_command(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(presets, "run_dvc", lambda argv: (1, False))
+    monkeypatch.setattr(presets, "started", lambda *args: True)  # params.yaml holds the preset
     assert presets.main(["run", "entitynlm-lm", "--", "-S", "train_entitynlm.seeds=[3]"]) == 1
     err = capsys.readouterr().err
-    assert ("`uv run python -m tasks.core.presets resume entitynlm-lm --scale cpu -- -S "
-            "'train_entitynlm.seeds=[3]'` continues from each stage's last.pt") in err  # fmt: skip
+    assert ("failed (exit 1): `uv run python -m tasks.core.presets resume entitynlm-lm --scale "
+            "cpu -- -S 'train_entitynlm.seeds=[3]'` continues from each stage's last.pt") in err  # fmt: skip
+    monkeypatch.setattr(presets, "REPO_ROOT", tmp_path)
     assert presets.main(["run", "entitynlm-lm", "--", "--temp"]) == 1
-    assert "resume" not in capsys.readouterr().err  # a --temp run left nothing to resume
+    assert "resume`" not in capsys.readouterr().err  # a --temp run left nothing to resume
+
+
+def test_a_run_dvc_refused_prints_no_resume_hint(monkeypatch, capsys):
+    """Issue #59 row 22: a bad option (DVC refuses it before applying the preset: params.yaml
+    is HEAD's) printed a resume hint although nothing ran."""
+    monkeypatch.setattr(presets, "run_dvc", lambda argv: (254, False))
+    assert presets.main(["run", "entitynlm-lm", "--", "--no-such-option"]) == 254
+    assert "resume" not in capsys.readouterr().err
+
+
+def test_an_interrupted_temp_run_leaves_nothing_behind(monkeypatch, capsys, tmp_path):
+    """Issue #59 row 22: DVC leaves a killed --temp run's copy (143 MB for mage-babi) and its
+    run record, which `dvc exp show` lists as Running; the run removes both and says so."""
+    exps = tmp_path / ".dvc" / "tmp" / "exps"
+    older = exps / "standalone" / "tmpolder"  # another run's, there before: kept
+    older.mkdir(parents=True)
+
+    def interrupted_dvc(argv):
+        for leftover in ("standalone/tmpab12cd", "standalone/run/feb2cee", "run/feb2cee"):
+            (exps / leftover).mkdir(parents=True)
+        return 255, True
+
+    monkeypatch.setattr(presets, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(presets, "run_dvc", interrupted_dvc)
+    assert presets.main(["run", "mage-babi", "--scale", "paper", "--smoke", "--", "--temp"]) == 255
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("interrupted: a --temp run keeps nothing to "
+                                               "resume (its temporary copy, 3 folders")  # fmt: skip
+    assert "run it again: `uv run dvc exp run " in err[0] and err[0].endswith(" train_mage`")
+    assert presets.dvc_temp_entries(tmp_path) == {older}
+
+
+def test_ctrl_c_lets_dvc_finish_its_own_clean_up(tmp_path, monkeypatch, request):
+    """The run used subprocess.run, which kills its child 0.25 s after a Ctrl-C: DVC was cut
+    off mid-clean-up. Now the child gets the SIGINT and is waited for."""
+    import os
+    import signal
+    import threading
+    import time
+
+    def interrupt_when_ready():
+        deadline = time.time() + 120
+        while not (tmp_path / "ready").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    # Ctrl-C's default handler (a shell without job control starts background commands with
+    # SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, old))
+    threading.Thread(target=interrupt_when_ready, daemon=True).start()
+    assert presets.run_dvc(["tests.core.interrupt_probe", str(tmp_path)]) == (130, True)
+    assert (tmp_path / "cleaned").exists()
 
 
 def test_exp_run_restores_persisted_outputs_and_repro_keeps_them(tmp_path):
@@ -275,3 +328,12 @@ def test_list_opens_with_a_line_per_preset_and_scale(capsys):
         assert cfg.hours in line and cfg.gpu_hours in line and line.endswith(cfg.summary()[-1])
     assert lines[len(cells) + 1] == ""  # then the detail
     assert lines[len(cells) + 2].startswith(f"{presets.names()[0]}: ")
+
+
+def test_the_docs_state_the_smoke_seeds_the_preset_runs():
+    """Issue #59 row 22: docs/presets.md said the smoke stacks ten seeds; it runs two."""
+    (seeds,) = [o for o in presets.load("mage-babi").smoke.overrides
+                if o.startswith("train_mage.seeds=")]  # fmt: skip
+    text = (REPO_ROOT / "docs" / "presets.md").read_text()
+    smoke = text[text.index("**Smoke runs.**") :].split("\n\n")[0]
+    assert f"`{seeds}`" in smoke and "ten seeds stacked" not in smoke

@@ -40,3 +40,30 @@ def test_terminal_gets_a_bar_not_log_lines(caplog):
         assert p._bar is not None
         p.update(3)
     assert len(caplog.records) == 1  # only the closing line
+
+
+def test_the_stage_clock_gives_an_eta_for_every_planned_epoch(monkeypatch):
+    """Issue #59 row 20: a training stage logged per-epoch lines but no ETA for all its epochs
+    and seeds. The stage plans them; early stopping and resumed epochs leave the total."""
+    clock = progress_module.StageClock()
+    now = iter([0.0])
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(now))
+    clock.plan(2 * 3)  # two seeds of three epochs
+    clock.run_started(3)
+    assert clock.line() == ""  # nothing done yet: no rate
+    clock.tick()
+    assert clock.line(now=60.0) == "stage 1/6 epochs, ETA 5 min 00 s"
+    clock.tick()
+    clock.run_ended(3, 2)  # patience stopped the first seed after two epochs
+    clock.run_started(3, resumed=1)  # the second resumes after its first epoch
+    clock.tick()
+    assert clock.line(now=180.0) == "stage 3/4 epochs, ETA 1 min 00 s"
+    clock.tick()
+    assert clock.line(now=240.0) == "stage 4/4 epochs"
+
+
+def test_without_a_plan_the_clock_counts_the_runs_as_they_start():
+    clock = progress_module.StageClock()
+    clock.run_started(4)
+    clock.tick()
+    assert clock.line().startswith("stage 1/4 epochs, ETA ")

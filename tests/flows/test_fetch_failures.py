@@ -70,3 +70,53 @@ def test_with_the_network_on_the_missing_mirror_is_said_once(no_mirror, caplog, 
     said = [r.getMessage() for r in caplog.records if "no-mirror" in r.getMessage()]
     assert len(said) == 1 and "not consulted" in said[0]
     assert no_mirror and all(kw["mirror"] is None for kw in no_mirror)
+
+
+def test_ctrl_c_in_a_threaded_map_asks_the_running_calls_to_stop(monkeypatch, request):
+    """Issue #59 row 19: Ctrl-C while the download's threads fetched waited for every running
+    file (~28 s from a slow mirror); the map now calls on_abort (fetch.stop_transfers) first."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from flows.runtime import CURRENT_RUNNER, Runner
+
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    stop, started = threading.Event(), []
+
+    def transfer(i):
+        started.append(i)
+        return "stopped" if stop.wait(120) else "ran to its end"
+
+    def interrupt():
+        deadline = time.time() + 60
+        while len(started) < 2 and time.time() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    # Ctrl-C's default handler (a shell without job control starts background commands with
+    # SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, old))
+    token = CURRENT_RUNNER.set(Runner("threads", 2))
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            StageTask(transfer).map_kwargs([{"i": 0}, {"i": 1}], on_abort=stop.set)
+    finally:
+        CURRENT_RUNNER.reset(token)
+    assert stop.is_set() and sorted(started) == [0, 1]
+
+
+def test_ctrl_c_of_a_stage_command_is_one_line(capsys):
+    from flows.runtime import run_cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as stop:
+        run_cli(interrupted)
+    assert stop.value.code == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("interrupted: no output was left half-written")

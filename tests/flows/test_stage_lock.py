@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
@@ -62,3 +64,47 @@ def test_other_items_do_not_wait(tmp_path):
     outs = [p.communicate(timeout=120) for p in (first, other)]
     events = [" ".join(line.split()[:2]) for line in _lines(log)]
     assert events == ["start one", "start two", "end two", "end one"], outs
+
+
+def test_a_lock_that_cannot_be_written_is_one_line_naming_the_path(monkeypatch, capsys):
+    """Issue #59 row 18: a read-only checkout gave a raw OSError traceback from the lock."""
+    import errno
+
+    from flows import runtime
+    from tests.flows.lock_probe import lock_probe
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(REPO_ROOT / "data"))
+
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    monkeypatch.setattr("pathlib.Path.mkdir", read_only)
+    with pytest.raises(SystemExit) as stop:
+        runtime.run_cli(lock_probe, "ro", "/nonexistent/never-written")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {REPO_ROOT / 'data'}: cannot write the lock of lock-probe@ro-"
+                   "/nonexistent/never-written here (Read-only file system); a stage writes "
+                   "under data/, artifacts/, metrics/, ... of its checkout: run it in a "
+                   "writable copy"]  # fmt: skip
+
+
+def test_a_stage_command_in_a_read_only_checkout(tmp_path):
+    """The same on a real read-only mount of this checkout (a private mount namespace; skipped
+    where one cannot be made)."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode:
+        pytest.skip("no private mount namespace here")
+    script = (f"mount --bind -o ro {REPO_ROOT} {REPO_ROOT} && cd {REPO_ROOT} && "
+              f"exec {sys.executable} -m tests.flows.lock_probe ro {tmp_path / 'log'}")  # fmt: skip
+    env = {**os.environ, "COREFREPRO_ORCHESTRATION": "local"}
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {REPO_ROOT}/data"), lines
+    assert "Read-only file system" in lines[0] and "Traceback" not in done.stderr
+    assert not (tmp_path / "log").exists()  # no work started

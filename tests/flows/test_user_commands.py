@@ -152,3 +152,17 @@ def test_dvc_exp_run_with_set_param(tmp_path):
     assert lock["params"]["params.yaml"]["download.synthetic"]["n_train"] == 50
     metrics = json.loads((repo / "metrics" / "corpora" / "synthetic.json").read_text())
     assert metrics["train"]["documents"] == 50
+
+
+def test_logs_get_no_library_progress_bars():
+    """Issue #59 row 20: Hugging Face's tqdm bars leaked into `dvc repro > log` as
+    carriage-return lines; a stage's logging setup turns them off when stderr is no terminal."""
+    import os
+    import subprocess
+
+    code = ("import huggingface_hub.utils as hub; from flows.runtime import setup_logging; "
+            "setup_logging(); print(hub.are_progress_bars_disabled())")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.stdout.strip() == "True", done.stderr

@@ -302,3 +302,51 @@ def test_a_run_that_selects_nothing_fails_instead_of_reporting(tmp_path):
     with pytest.raises(NoCheckpointError, match="no epoch selected a checkpoint"):
         fit(ToyRecipe(), settings(epochs=0), tmp_path, name="toy")
     assert not (tmp_path / BEST).exists()
+
+
+def test_the_reason_not_to_resume_names_whole_differences(tmp_path, caplog):
+    """Issue #59 row 22: the reason was cut at 500 characters, mid-word
+    (`train.max_steps_per_epoc)`); it names the first differences whole and counts the rest."""
+    from tasks.training.loop import SHOWN_DIFFS
+
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    changed = {"clip": 1.0, "seed": 2, "patience": 3, "accumulate": 2, "max_steps_per_epoch": 7}
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        fit(ToyRecipe(), settings(epochs=2, resume=True, **changed), tmp_path, name="toy")
+    (line,) = [r.getMessage() for r in caplog.records if "not resuming" in r.getMessage()]
+    reason = line.split("written: ", 1)[1].rsplit("): training from scratch", 1)[0]
+    shown, _, more = reason.rpartition("; and ")
+    assert more == f"{len(changed) - SHOWN_DIFFS} more"
+    parts = shown.split("; ")
+    assert len(parts) == SHOWN_DIFFS
+    assert all(p.startswith("train.") and p.endswith(" (requested)") for p in parts), parts
+
+
+def test_each_epoch_line_carries_the_stage_eta(tmp_path, caplog, monkeypatch):
+    """Issue #59 row 20: the epoch lines of a stage's seeds say where the whole stage is."""
+    from tasks.core.progress import STAGE_CLOCK
+
+    monkeypatch.setattr(STAGE_CLOCK, "total", 0)
+    monkeypatch.setattr(STAGE_CLOCK, "done", 0)
+    monkeypatch.setattr(STAGE_CLOCK, "planned", False)
+    monkeypatch.setattr(STAGE_CLOCK, "started", None)
+    STAGE_CLOCK.plan(2 * 3)  # the stage: two seeds of three epochs
+    with caplog.at_level("INFO", logger="corefrepro.training"):
+        for seed in (1, 2):
+            fit(ToyRecipe(), settings(epochs=3, seed=seed), tmp_path / f"seed{seed}", name="toy")
+    lines = [r.getMessage() for r in caplog.records if " epoch " in r.getMessage()]
+    stages = [line.rsplit(" | ", 1)[1] for line in lines]
+    assert [s.split(",")[0] for s in stages] == [f"stage {k}/6 epochs" for k in range(1, 7)]
+    assert all(", ETA " in s for s in stages[:-1]) and stages[-1] == "stage 6/6 epochs"
+
+
+def test_a_damaged_last_pt_trains_from_scratch(tmp_path, caplog):
+    """#59, own round on the resume folder: a truncated last.pt (a full disk, a copy cut
+    short) failed the stage ("Remove it and rerun"); resume state is a cache, so the run
+    starts over with one warning."""
+    fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    (tmp_path / "last.pt").write_bytes(b"garbage")
+    with caplog.at_level("WARNING", logger="corefrepro.training"):
+        again = fit(ToyRecipe(), settings(epochs=2, resume=True), tmp_path, name="toy")
+    assert again.resumed_from == 0 and again.epochs_run == 2
+    assert "not resuming" in caplog.text and "unreadable checkpoint" in caplog.text

@@ -239,3 +239,37 @@ def test_training_twice_gives_the_same_checkpoint(splits, trained, tmp_path):
     for key in ("we", "rough_scorer", "a_scorer", "sp"):
         assert all(torch.equal(first[key][n], second[key][n]) for n in first[key])
     assert again["dev"] == metrics["dev"]
+
+
+def test_stanzas_no_span_warnings_are_one_line_of_ours():
+    """Issue #59 row 20: Stanza's scorer printed 8 zero-division warnings in the embedded
+    default (one per metric and evaluation when the model predicts no spans)."""
+    import logging
+
+    from models.stanza_coref.train import _no_spans_said_once
+
+    said: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+
+    handler = Collect(logging.INFO)
+    loggers = [logging.getLogger("stanza"), logging.getLogger("corefrepro.train_stanza_coref")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
+    try:
+        with _no_spans_said_once(3):
+            for metric in ("muc", "b3", "ceafe"):
+                loggers[0].warning(f"{metric} got a zero division error because the model "
+                                   "predicted no spans!")  # fmt: skip
+        loggers[0].warning("another stanza warning")  # outside: untouched
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+    assert said == ["epoch 3: the model predicted no spans on dev, so muc/b3/ceafe are 0 "
+                    "(Stanza's 3 zero-division warnings folded into this line)",
+                    "another stanza warning"]  # fmt: skip
