@@ -280,20 +280,78 @@ class Terminated(BaseException):
 _tracking_failed = threading.local()
 
 
+# the loggers of the libraries a tracking call runs (MLflow logs a store error with its whole
+# traceback -- 60 lines for a locked sqlite store -- before raising it to the caller)
+LIBRARY_LOGGERS = ("mlflow", "sqlalchemy", "alembic", "urllib3")
+
+
+class _Contained(logging.Filter):
+    """Keeps the libraries' records of one thread's tracking call out of the log handlers
+    (they are the caller's to report) and remembers them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread == self.thread and record.name.startswith(LIBRARY_LOGGERS):
+            self.records.append(record)
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _library_noise_contained() -> Iterator[_Contained]:
+    """While a tracking call runs: the libraries' log records of this thread go nowhere but
+    to the returned filter's `records` (MLflow's own handler and the root's both filtered:
+    MLflow's loggers may or may not propagate)."""
+    contained = _Contained()
+    loggers = [logging.getLogger(name) for name in LIBRARY_LOGGERS] + [logging.getLogger()]
+    handlers = {h for lg in loggers for h in lg.handlers}
+    for handler in handlers:
+        handler.addFilter(contained)
+    try:
+        yield contained
+    finally:
+        for handler in handlers:
+            handler.removeFilter(contained)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
 def _retry(what: str, call: Callable[[], Any]) -> tuple[bool, Any]:
     """(True, result) of `call`, retried over RETRY_DELAYS_S; (False, None) with one warning
     if it keeps failing. Tracking is a record of the work, never a reason to lose it: a
-    locked, deleted or unreachable store does not fail a stage."""
+    locked, deleted or unreachable store does not fail a stage. The libraries' own log lines
+    and tracebacks of a failed attempt are kept out of the stage's log (DEBUG of this logger);
+    a call that succeeds after failing says so in one warning (issue #59 row 9)."""
+    started, failures = time.monotonic(), []
     for attempt, delay in enumerate((*RETRY_DELAYS_S, None)):
-        try:
-            return True, call()
-        except Exception as exc:  # noqa: BLE001 - any store failure
-            if delay is None:
-                log.warning("MLflow: could not %s after %d attempts (%s: %s); the stage goes on "
-                            "without it", what, attempt + 1, type(exc).__name__,
-                            str(exc).splitlines()[0][:200] if str(exc) else "")  # fmt: skip
-                return False, None
-            time.sleep(delay)
+        with _library_noise_contained() as noise:
+            try:
+                result = call()
+            except Exception as exc:  # noqa: BLE001 - any store failure
+                failures.append(exc)
+            else:
+                if failures:
+                    log.warning("MLflow: %s failed %d time(s) (%s) and succeeded on attempt %d "
+                                "after %.0f s: recovered, nothing lost", what, len(failures),
+                                _short(failures[0]), attempt + 1,
+                                time.monotonic() - started)  # fmt: skip
+                return True, result
+            finally:
+                for record in noise.records:
+                    text = record.getMessage().strip()
+                    log.debug("[%s] %s", record.name, text.splitlines()[0][:200] if text else "")
+        if delay is None:
+            log.warning("MLflow: could not %s after %d attempts (%s); the stage goes on "
+                        "without it", what, attempt + 1, _short(failures[-1]))  # fmt: skip
+            return False, None
+        time.sleep(delay)
     raise AssertionError("unreachable")
 
 
@@ -672,8 +730,10 @@ def _read_only_source(uri: str) -> Iterator[str]:
         raise StoreError(f"{path}: cannot be opened read-only ({first_line(exc)})") from None
     with contextlib.closing(con), tempfile.TemporaryDirectory(prefix="copy-runs-") as tmp:
         try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not STORE_TABLES <= tables:
+            tables = {
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if not tables >= STORE_TABLES:
                 size = Path(path).stat().st_size
                 raise StoreError(f"{path}: not an MLflow store ({size} bytes, no "
                                  f"{', '.join(sorted(STORE_TABLES - tables))} table); "
