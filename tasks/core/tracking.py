@@ -411,12 +411,22 @@ def _experiment(stage: str) -> str:
             if any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
                 for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
                     mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
-            if location is not None:
+            if location is not None and _own_store(uri):
                 _check_artifact_location(uri, stage, experiment.artifact_location, location)
     return mlflow.set_experiment(stage).experiment_id
 
 
 _moved_warned: set[tuple[str, str]] = set()
+
+
+def _own_store(uri: str) -> bool:
+    """A sqlite store inside this checkout (mlflow.db beside dvc.yaml): its experiments'
+    artifacts belong in this checkout's artifact root. A store shared by several checkouts
+    (MLFLOW_TRACKING_URI of training lanes) keeps the folder of the one that made it."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return False
+    return store_root() in Path(uri[len(prefix) :]).resolve().parents
 
 
 def _check_artifact_location(uri: str, stage: str, stored: str, expected: str) -> None:

@@ -583,3 +583,32 @@ def test_runs_name_the_dvc_experiment_and_the_preset_that_made_them(tmp_path, mo
     wanted = {"dvc_exp": "sleek-moth", "preset": "mage-babi", "scale": "paper", "smoke": "true"}
     assert {k: tags["stats@x"][k] for k in wanted} == wanted
     assert {k: tags["stats@y"][k] for k in wanted} == dict.fromkeys(wanted, "none")
+
+
+def test_the_mlflow_docs_describe_what_a_fresh_clone_shows():
+    """Issue #59 rows 14-15: docs/operations.md's MLflow section names the experiments a
+    fresh clone's `dvc repro` makes -- not those of the stages whose outputs are all committed
+    (they never run there) -- and the metric column to add, with each stage's headline."""
+    import re
+
+    import yaml
+
+    from tasks.core import tracking
+
+    stages = yaml.safe_load((tracking.REPO_ROOT / "dvc.yaml").read_text())["stages"]
+
+    def committed(body: dict) -> bool:  # every output in git (cache: false), none in DVC's cache
+        outs = [o for kind in ("outs", "metrics", "plots") for o in body.get(kind) or []]
+        return all(isinstance(o, dict) and next(iter(o.values())).get("cache") is False
+                   for o in outs)  # fmt: skip
+
+    never = {n for n, s in stages.items() if committed(s.get("do", s)) and n in tracking.PAPERS}
+    ran = {n for n in stages if n in tracking.PAPERS} - never
+    text = (tracking.REPO_ROOT / "docs" / "operations.md").read_text()
+    section = text.split("**What a fresh clone shows.**")[1].split("\n\n")[0]
+    shows, _, missing = section.partition("The stages whose outputs are all committed")
+    named = lambda part: set(re.findall(r"`(\w+)`", part)) & set(tracking.PAPERS)  # noqa: E731
+    assert never and named(shows) == ran and named(missing) == never
+    headline = text.split("**The headline column.**")[1].split("\n\n")[0]
+    assert f"**`{tracking.HEADLINE_METRIC}`**" in headline
+    assert all(f"`{stage}`" in headline for stage in tracking.HEADLINES)
