@@ -476,6 +476,7 @@ def test_a_copied_checkouts_store_is_detected_and_relocated(tmp_path, monkeypatc
         tracking.log_file(old / "notes.md")
     shutil.copytree(old, new)
     monkeypatch.setenv("DVC_ROOT", str(new))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # mlflow.set_tracking_uri sets it: a new process
     with caplog.at_level(logging.WARNING, "corefrepro.tracking"):
         with tracking.tracked_run("stats", "after", dataset="x"):
             pass
@@ -485,6 +486,7 @@ def test_a_copied_checkouts_store_is_detected_and_relocated(tmp_path, monkeypatc
     assert f"keeps its artifacts at {(old / 'mlartifacts').as_uri()}/stats" in warning
     assert "python -m tasks.core.tracking relocate" in warning and "\n" not in warning
 
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
     assert tracking.main(["relocate"]) == 0
     shutil.rmtree(old)  # nothing of the old folder is needed any more
     client = MlflowClient(f"sqlite:///{new / 'mlflow.db'}")
@@ -496,6 +498,7 @@ def test_a_copied_checkouts_store_is_detected_and_relocated(tmp_path, monkeypatc
     assert [f.path for f in client.list_artifacts(runs["stats@before"].info.run_id)] == ["notes.md"]
     caplog.clear()
     monkeypatch.setattr(tracking, "_moved_warned", set())
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     with (
         caplog.at_level(logging.WARNING, "corefrepro.tracking"),
         tracking.tracked_run("stats", "relocated", dataset="x"),
