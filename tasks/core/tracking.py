@@ -613,18 +613,37 @@ def preset_of(params_path: Path | None = None) -> tuple[str, str, str]:
 
 
 def _applied(base_text: str, overrides: list[str]) -> dict[str, Any]:
-    """HEAD's params.yaml with `overrides` applied as `dvc exp run -S` applies them, flat."""
-    import tempfile
-
-    from dvc.utils.hydra import apply_overrides
+    """HEAD's params.yaml with `overrides` applied as `dvc exp run -S` applies them
+    (dvc.utils.hydra.apply_overrides's steps, in memory: no YAML round trip per candidate), flat."""
+    from dvc.utils.hydra import to_hydra_overrides, to_omegaconf
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from omegaconf import OmegaConf
 
     from tasks.core.config import load_yaml
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "params.yaml"
-        path.write_text(base_text, encoding="utf-8")
-        apply_overrides(path, overrides)
-        return _flatten(load_yaml(path.read_text(encoding="utf-8")))
+    data = OmegaConf.create(to_omegaconf(_base(base_text)), flags={"allow_objects": True})
+    OmegaConf.set_struct(data, True)
+    ConfigLoaderImpl._apply_overrides_to_config(to_hydra_overrides(overrides), data)
+    return _flatten(load_yaml(yaml_dump(OmegaConf.to_object(data))))
+
+
+def _base(base_text: str) -> Any:
+    import copy
+
+    return copy.deepcopy(_parsed(base_text))
+
+
+@functools.cache
+def _parsed(base_text: str) -> Any:
+    from tasks.core.config import load_yaml
+
+    return load_yaml(base_text)
+
+
+def yaml_dump(obj: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False)
 
 
 # --------------------------------------------------------------------------- headline figure
