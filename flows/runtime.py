@@ -299,8 +299,10 @@ def _checkout_root() -> str:
 
 
 def _tcp_problem(address: str | None) -> str | None:
-    """Why a tcp:// (or schemeless host:port) address cannot be connected to at all, found
-    at once (a refused port, an unknown host) instead of after Dask's connect timeout."""
+    """Why a tcp:// (or schemeless host:port) address is not a Dask scheduler, found within
+    DASK_CONNECT_TIMEOUT_S: a refused port or an unknown host at once; a listener that is
+    not a scheduler by its first bytes (issue #59 row 8: distributed's own handshake waits
+    forever on a silent listener and allocates whatever length a garbage one announces)."""
     import socket
 
     scheme, _, location = str(address).rpartition("://")
@@ -309,11 +311,66 @@ def _tcp_problem(address: str | None) -> str | None:
     host, sep, port = location.rpartition(":")
     if not sep or not port.isdigit():
         return "expected tcp://host:port"
+    deadline = time.monotonic() + DASK_CONNECT_TIMEOUT_S
     try:
-        socket.create_connection((host.strip("[]"), int(port)), DASK_CONNECT_TIMEOUT_S).close()
+        with socket.create_connection((host.strip("[]"), int(port)), DASK_CONNECT_TIMEOUT_S) as s:
+            return _dask_greeting_problem(s, deadline)
     except OSError as exc:
         return exc.strerror or str(exc) or type(exc).__name__
+
+
+# a Dask comm's handshake (compression, python, pickle-protocol) is a few dozen bytes
+DASK_HANDSHAKE_MAX_BYTES = 1 << 16
+
+
+def _dask_greeting_problem(sock: Any, deadline: float) -> str | None:
+    """None when the peer greets as a Dask scheduler does on accepting a connection: an
+    8-byte length, then msgpack frames of a dict with its `python` version; else why not."""
+    import struct
+
+    def read(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            try:
+                chunk = sock.recv(n - len(data))
+            except TimeoutError:
+                raise _NotDask(
+                    f"the listener there sent no Dask handshake within {DASK_CONNECT_TIMEOUT_S:g} s"
+                ) from None
+            if not chunk:
+                raise _NotDask("the listener there closed the connection without a Dask handshake")
+            data += chunk
+        return data
+
+    try:
+        head = read(8)
+        (size,) = struct.unpack("<Q", head)
+        if not 0 < size <= DASK_HANDSHAKE_MAX_BYTES:
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):  # what else it said at once, for the message
+                head += sock.recv(16)
+            raise _NotDask(f"the listener there is not a Dask scheduler: it answered {head[:24]!r}")
+        body = read(size)
+        try:
+            from distributed.protocol.core import loads
+            from distributed.protocol.utils import unpack_frames
+
+            frames, rest = unpack_frames(body, partial=True)
+            greeting = loads(frames) if not rest else None
+        except Exception:  # noqa: BLE001 - anything that is not Dask's framing
+            greeting = None
+        if not isinstance(greeting, dict) or "python" not in greeting:
+            raise _NotDask(
+                f"the listener there is not a Dask scheduler: it answered {(head + body)[:24]!r}"
+            )
+    except _NotDask as exc:
+        return str(exc)
     return None
+
+
+class _NotDask(Exception):
+    pass
 
 
 def _prefect_retry_condition(retry_if: Callable[[BaseException], bool] | None) -> Any:

@@ -280,20 +280,78 @@ class Terminated(BaseException):
 _tracking_failed = threading.local()
 
 
+# the loggers of the libraries a tracking call runs (MLflow logs a store error with its whole
+# traceback -- 60 lines for a locked sqlite store -- before raising it to the caller)
+LIBRARY_LOGGERS = ("mlflow", "sqlalchemy", "alembic", "urllib3")
+
+
+class _Contained(logging.Filter):
+    """Keeps the libraries' records of one thread's tracking call out of the log handlers
+    (they are the caller's to report) and remembers them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread == self.thread and record.name.startswith(LIBRARY_LOGGERS):
+            self.records.append(record)
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _library_noise_contained() -> Iterator[_Contained]:
+    """While a tracking call runs: the libraries' log records of this thread go nowhere but
+    to the returned filter's `records` (MLflow's own handler and the root's both filtered:
+    MLflow's loggers may or may not propagate)."""
+    contained = _Contained()
+    loggers = [logging.getLogger(name) for name in LIBRARY_LOGGERS] + [logging.getLogger()]
+    handlers = {h for lg in loggers for h in lg.handlers}
+    for handler in handlers:
+        handler.addFilter(contained)
+    try:
+        yield contained
+    finally:
+        for handler in handlers:
+            handler.removeFilter(contained)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
 def _retry(what: str, call: Callable[[], Any]) -> tuple[bool, Any]:
     """(True, result) of `call`, retried over RETRY_DELAYS_S; (False, None) with one warning
     if it keeps failing. Tracking is a record of the work, never a reason to lose it: a
-    locked, deleted or unreachable store does not fail a stage."""
+    locked, deleted or unreachable store does not fail a stage. The libraries' own log lines
+    and tracebacks of a failed attempt are kept out of the stage's log (DEBUG of this logger);
+    a call that succeeds after failing says so in one warning (issue #59 row 9)."""
+    started, failures = time.monotonic(), []
     for attempt, delay in enumerate((*RETRY_DELAYS_S, None)):
-        try:
-            return True, call()
-        except Exception as exc:  # noqa: BLE001 - any store failure
-            if delay is None:
-                log.warning("MLflow: could not %s after %d attempts (%s: %s); the stage goes on "
-                            "without it", what, attempt + 1, type(exc).__name__,
-                            str(exc).splitlines()[0][:200] if str(exc) else "")  # fmt: skip
-                return False, None
-            time.sleep(delay)
+        with _library_noise_contained() as noise:
+            try:
+                result = call()
+            except Exception as exc:  # noqa: BLE001 - any store failure
+                failures.append(exc)
+            else:
+                if failures:
+                    log.warning("MLflow: %s failed %d time(s) (%s) and succeeded on attempt %d "
+                                "after %.0f s: recovered, nothing lost", what, len(failures),
+                                _short(failures[0]), attempt + 1,
+                                time.monotonic() - started)  # fmt: skip
+                return True, result
+            finally:
+                for record in noise.records:
+                    text = record.getMessage().strip()
+                    log.debug("[%s] %s", record.name, text.splitlines()[0][:200] if text else "")
+        if delay is None:
+            log.warning("MLflow: could not %s after %d attempts (%s); the stage goes on "
+                        "without it", what, attempt + 1, _short(failures[-1]))  # fmt: skip
+            return False, None
+        time.sleep(delay)
     raise AssertionError("unreachable")
 
 
@@ -349,10 +407,92 @@ def _experiment(stage: str) -> str:
             except MlflowException as exc:  # another process made it first (a server store)
                 if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                     raise
-        elif any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
-            for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
-                mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
+        else:
+            if any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
+                for key, value in EXPERIMENT_TAGS.items():  # a store made before the tag
+                    mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, key, value)
+            if location is not None and _own_store(uri):
+                _check_artifact_location(uri, stage, experiment.artifact_location, location)
     return mlflow.set_experiment(stage).experiment_id
+
+
+_moved_warned: set[tuple[str, str]] = set()
+
+
+def _own_store(uri: str) -> bool:
+    """A sqlite store inside this checkout (mlflow.db beside dvc.yaml): its experiments'
+    artifacts belong in this checkout's artifact root. A store shared by several checkouts
+    (MLFLOW_TRACKING_URI of training lanes) keeps the folder of the one that made it."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return False
+    return store_root() in Path(uri[len(prefix) :]).resolve().parents
+
+
+def _check_artifact_location(uri: str, stage: str, stored: str, expected: str) -> None:
+    """One warning (once per process and experiment) when a local store's experiment keeps
+    its artifacts in another folder than this checkout's artifact root: mlflow.db records
+    absolute paths, so a copied or moved checkout's store still points at the old folder,
+    where the UI looks and this run's artifacts would go (issue #59 row 13)."""
+    if stored.rstrip("/") == expected.rstrip("/") or (uri, stage) in _moved_warned:
+        return
+    _moved_warned.add((uri, stage))
+    log.warning("MLflow: experiment %s of %s keeps its artifacts at %s, not in this checkout "
+                "(%s): the store was made in another folder (a copied or moved checkout); "
+                "this run's artifacts go there too. Fix: `uv run python -m tasks.core.tracking "
+                "relocate` points the store at this checkout's %s", stage, uri, stored,
+                expected, settings().artifacts)  # fmt: skip
+
+
+@dataclass
+class RelocateReport:
+    """What relocate() rewrote: experiments and runs whose artifact paths were elsewhere."""
+
+    experiments: int = 0
+    runs: int = 0
+    old_roots: tuple[str, ...] = ()
+
+
+def relocate(uri: str | None = None) -> RelocateReport:
+    """Point a local store's experiments (named as stages) and their runs at this checkout's
+    artifact root (artifact_root()) where they name another folder's: a copied or moved
+    checkout's mlflow.db. Only the paths are rewritten; the artifacts themselves are where
+    the copy put them (mlartifacts/ beside mlflow.db)."""
+    import sqlite3
+
+    uri = uri or tracking_uri()
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        raise StoreError(f"{uri}: relocate rewrites a local sqlite store only (a tracking "
+                         "server keeps its own artifact store)")  # fmt: skip
+    path = uri[len(prefix) :]
+    if not Path(path).is_file():
+        raise StoreError(f"{path}: no MLflow store there")
+    root = artifact_root()
+    report = RelocateReport()
+    with _store_lock(uri), contextlib.closing(sqlite3.connect(path, timeout=30)) as con, con:
+        rows = con.execute("SELECT experiment_id, name, artifact_location FROM experiments")
+        old_roots = set()
+        for exp_id, name, location in rows.fetchall():
+            wanted = f"{root}/{name}"
+            if location and location != wanted and location.endswith(f"/{name}"):
+                old_roots.add(location[: -len(name) - 1])
+                con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                            (wanted, exp_id))  # fmt: skip
+                report.experiments += 1
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for old in sorted(old_roots):
+            if "logged_models" in tables:  # MLflow 3's models keep an artifact path too
+                con.execute("UPDATE logged_models SET artifact_location = ? || "
+                            "substr(artifact_location, ?) WHERE substr(artifact_location, 1, ?) "
+                            "= ?", (root, len(old) + 1, len(old), old))  # fmt: skip
+            report.runs += con.execute(
+                "UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) "
+                "WHERE substr(artifact_uri, 1, ?) = ?",
+                (root, len(old) + 1, len(old), old),
+            ).rowcount
+        report.old_roots = tuple(sorted(old_roots))
+    return report
 
 
 def _open(stage: str, run_name: str, tags: Mapping[str, str]) -> Any:
@@ -412,9 +552,131 @@ def _run_name_tags(stage, item, dataset, seed, tags) -> tuple[str, dict[str, str
         "corefrepro.pid": str(os.getpid()),
         "corefrepro.host": socket.gethostname(),
         "numerics": numerics.describe(),  # portable (pinned kernels) or native
+        **experiment_tags(),
+        **({"headline": HEADLINES[stage].describe()} if stage in HEADLINES else {}),
         **(tags or {}),
     }
     return run_name, all_tags
+
+
+# --------------------------------------------------------------------------- which experiment
+
+NO_EXPERIMENT = "none"  # the tags' value for a plain `dvc repro` or a command run by hand
+
+
+def experiment_tags() -> dict[str, str]:
+    """What made this run (issue #59 row 21): `dvc_exp`, the DVC experiment's name (DVC sets
+    DVC_EXP_NAME for the stage commands of every `dvc exp run`, workspace, --temp or --queue),
+    and `preset`, `scale` and `smoke`, the preset whose overrides params.yaml holds
+    (preset_of). Read from the environment and params.yaml only: no stage's deps change."""
+    preset, scale, smoke = preset_of()
+    return {"dvc_exp": os.environ.get("DVC_EXP_NAME") or NO_EXPERIMENT, "preset": preset,
+            "scale": scale, "smoke": smoke}  # fmt: skip
+
+
+_ABSENT = object()
+
+
+@functools.cache
+def preset_of(params_path: Path | None = None) -> tuple[str, str, str]:
+    """(preset, scale, smoke) whose overrides params.yaml holds (`-S key=value` as DVC applies
+    them to HEAD's params.yaml; further overrides of one's own allowed), the most specific
+    when several do; NO_EXPERIMENT thrice when none does, or when it cannot be said."""
+    from tasks.core import presets
+    from tasks.core.config import PARAMS_FILE, load_yaml
+
+    none = (NO_EXPERIMENT, NO_EXPERIMENT, NO_EXPERIMENT)
+    try:
+        base_text = presets.committed_params(REPO_ROOT)
+        here = _flatten(load_yaml((params_path or PARAMS_FILE).read_text(encoding="utf-8")))
+        base = _flatten(load_yaml(base_text))
+        if here == base:
+            return none  # the committed settings: no preset's overrides are applied
+        best: list[tuple[int, str, str, str]] = []
+        for name in presets.names():
+            preset = presets.load(name)
+            for scale in preset.scales:
+                for smoke in (False, True):
+                    wanted = _applied(base_text, preset.overrides_for(scale, smoke))
+                    keys = {k for k in {*base, *wanted}
+                            if base.get(k, _ABSENT) != wanted.get(k, _ABSENT)}  # fmt: skip
+                    if keys and all(here.get(k, _ABSENT) == wanted.get(k, _ABSENT) for k in keys):
+                        best.append((len(keys), name, scale, str(smoke).lower()))
+    except Exception as exc:  # noqa: BLE001 - a tag must never fail a stage
+        log.debug("preset of params.yaml: %s", exc)
+        return none
+    if not best:
+        return none
+    top = max(b[0] for b in best)
+    found = sorted({b[1:] for b in best if b[0] == top})
+    return tuple(",".join(sorted({f[i] for f in found})) for i in range(3))  # type: ignore[return-value]
+
+
+def _applied(base_text: str, overrides: list[str]) -> dict[str, Any]:
+    """HEAD's params.yaml with `overrides` applied as `dvc exp run -S` applies them
+    (dvc.utils.hydra.apply_overrides's steps, in memory: no YAML round trip per candidate), flat."""
+    from dvc.utils.hydra import to_hydra_overrides, to_omegaconf
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from omegaconf import OmegaConf
+
+    from tasks.core.config import load_yaml
+
+    data = OmegaConf.create(to_omegaconf(_base(base_text)), flags={"allow_objects": True})
+    OmegaConf.set_struct(data, True)
+    ConfigLoaderImpl._apply_overrides_to_config(to_hydra_overrides(overrides), data)
+    return _flatten(load_yaml(yaml_dump(OmegaConf.to_object(data))))
+
+
+def _base(base_text: str) -> Any:
+    import copy
+
+    return copy.deepcopy(_parsed(base_text))
+
+
+@functools.cache
+def _parsed(base_text: str) -> Any:
+    from tasks.core.config import load_yaml
+
+    return load_yaml(base_text)
+
+
+def yaml_dump(obj: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False)
+
+
+# --------------------------------------------------------------------------- headline figure
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A stage's headline figure: the final metric `key` it logs, times `scale`, in `unit`,
+    the report's unit; logged as the run's metric HEADLINE_METRIC (issue #59 row 15)."""
+
+    key: str
+    scale: float
+    unit: str
+    what: str
+
+    def describe(self) -> str:
+        return f"{self.what}, {self.unit}"
+
+
+HEADLINE_METRIC = "headline"
+HEADLINES = {
+    "train_mage": Headline("test_error", 100.0, "%", "test error rate (report Table 1)"),
+    "train_coref": Headline("final_test_conll_f1", 100.0, "%", "test CoNLL F1"),
+    "train_entitynlm": Headline("final_test_ppl", 1.0, "perplexity", "test perplexity"),
+}
+_headline_runs: dict[str, Headline] = {}  # run id -> its stage's headline
+
+
+def _with_headline(run_id: str | None, values: dict[str, float]) -> dict[str, float]:
+    spec = _headline_runs.get(run_id or "")
+    if spec is not None and spec.key in values:
+        return {**values, HEADLINE_METRIC: round(values[spec.key] * spec.scale, 6)}
+    return values
 
 
 @contextlib.contextmanager
@@ -448,6 +710,8 @@ def tracked_run(
         finally:
             _tracking_failed.value = False
         return
+    if stage in HEADLINES:
+        _headline_runs[run.info.run_id] = HEADLINES[stage]
     if run_params:
         flat = {k: str(v)[:6000] for k, v in _flatten(run_params).items()}
         log_params(flat)
@@ -486,6 +750,8 @@ def tracked_runs(stage: str, runs: list[Mapping[str, Any]]) -> Iterator[list[str
             client.log_batch(run.info.run_id, params=params_)
             log_stage_inputs(run.info.run_id)
             ids.append(run.info.run_id)
+            if stage in HEADLINES:
+                _headline_runs[run.info.run_id] = HEADLINES[stage]
         return ids
 
     opened, ids = (
@@ -541,8 +807,11 @@ def log_metrics(
 
     values = {k: float(v) for k, v in metrics.items() if _finite(v)}
     if run_id is None:
+        active = mlflow.active_run()
+        values = _with_headline(active.info.run_id if active else None, values)
         _log("log metrics", lambda: mlflow.log_metrics(values, step=step))
         return
+    values = _with_headline(run_id, values)
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
@@ -672,8 +941,10 @@ def _read_only_source(uri: str) -> Iterator[str]:
         raise StoreError(f"{path}: cannot be opened read-only ({first_line(exc)})") from None
     with contextlib.closing(con), tempfile.TemporaryDirectory(prefix="copy-runs-") as tmp:
         try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not STORE_TABLES <= tables:
+            tables = {
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if not tables >= STORE_TABLES:
                 size = Path(path).stat().st_size
                 raise StoreError(f"{path}: not an MLflow store ({size} bytes, no "
                                  f"{', '.join(sorted(STORE_TABLES - tables))} table); "
@@ -780,8 +1051,24 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     copy = sub.add_parser("copy-runs", help="copy the runs of one or more stores here")
     copy.add_argument("sources", nargs="+", help="a tracking URI, an mlflow.db, or its folder")
+    sub.add_parser("relocate", help="point this checkout's mlflow.db at its own mlartifacts/ "
+                   "(after copying or moving the checkout)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.command == "relocate":
+        try:
+            moved = relocate()
+        except StoreError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if not moved.experiments:
+            log.info("%s: every experiment keeps its artifacts under %s already",
+                     tracking_uri(), artifact_root())  # fmt: skip
+        else:
+            log.info("%s: %d experiments and %d runs now keep their artifacts under %s "
+                     "(were under %s)", tracking_uri(), moved.experiments, moved.runs,
+                     artifact_root(), ", ".join(moved.old_roots))  # fmt: skip
+        return 0
     for source in args.sources:
         try:
             report = copy_runs(source)

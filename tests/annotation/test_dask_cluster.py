@@ -332,3 +332,77 @@ def test_worker_caches_follow_the_files(tmp_path):
     assert stage._table(str(path), stage._stamp(path)).num_rows == 1
     pq.write_table(pa.table({"doc_id": ["a", "b"]}), path)
     assert stage._table(str(path), stage._stamp(path)).num_rows == 2
+
+
+@contextlib.contextmanager
+def _listener(answer: bytes | None) -> Iterator[str]:
+    """A 127.0.0.1 listener that is not a Dask scheduler: `answer` None accepts (the kernel
+    completes the handshake) and never says a word; bytes are sent to each connection, which
+    then stays open."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True) if answer is not None else None
+    if thread:
+        thread.start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        if thread:
+            thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [(None, "sent no Dask handshake within 1 s"),
+     (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "not a Dask scheduler: it "
+      "answered b'HTTP/1.1"),
+     (b"\xff" * 64, r"not a Dask scheduler: it answered b'\xff\xff"),  # an 18 EB frame length
+     (b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x00" * 16, "not a Dask scheduler: it answered")],
+    ids=["silent", "http", "huge-length", "garbage-frames"],
+)  # fmt: skip
+def test_a_listener_that_is_not_a_scheduler_is_one_line(answer, reason, monkeypatch):
+    """Issue #59 row 8: an address where something listens but no Dask scheduler used to hang
+    (distributed's handshake read has no timeout) or die of a MemoryError (a garbage length
+    prefix allocated); now one line naming the setting, within the connect timeout."""
+    import threading
+
+    import flows.runtime
+
+    monkeypatch.setattr(flows.runtime, "DASK_CONNECT_TIMEOUT_S", 1.0)
+    said: dict[str, str] = {}
+
+    def join(address: str) -> None:
+        runner = Runner("dask", 1, address=address, address_setting="annotate.dask_address")
+        try:
+            runner.dask_client().close()
+        except CorefreproError as exc:
+            said["message"] = str(exc)
+
+    with _listener(answer) as address:
+        thread = threading.Thread(target=join, args=(address,), daemon=True)
+        thread.start()
+        thread.join(60)  # a hang fails the test instead of blocking it
+        assert not thread.is_alive(), f"joining {address} hangs"
+    message = said["message"]
+    assert message.startswith(f"annotate.dask_address: no Dask scheduler answers at {address} (")
+    assert reason in message and "\n" not in message

@@ -453,3 +453,165 @@ def test_copy_runs_from_a_dead_server_is_one_line_in_seconds(server, tmp_path, m
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: tracking server {uri} ")
     assert "is unreachable" in err
+
+
+def test_a_copied_checkouts_store_is_detected_and_relocated(tmp_path, monkeypatch, caplog):
+    """Issue #59 row 13: mlflow.db records absolute artifact paths; in a copied (or moved)
+    checkout its experiments still point at the old folder. A run there says so in one line
+    naming the fix, and `relocate` points the store at the copy's own mlartifacts/."""
+    import logging
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from tasks.core import tracking
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr(tracking, "_moved_warned", set())
+    monkeypatch.setenv("DVC_ROOT", str(old))  # the store beside dvc.yaml: this checkout's
+    (old / "notes.md").write_text("x\n")
+    with tracking.tracked_run("stats", "before", dataset="x"):
+        tracking.log_file(old / "notes.md")
+    shutil.copytree(old, new)
+    monkeypatch.setenv("DVC_ROOT", str(new))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # mlflow.set_tracking_uri sets it: a new process
+    with caplog.at_level(logging.WARNING, "corefrepro.tracking"):
+        with tracking.tracked_run("stats", "after", dataset="x"):
+            pass
+        with tracking.tracked_run("stats", "again", dataset="x"):
+            pass
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"keeps its artifacts at {(old / 'mlartifacts').as_uri()}/stats" in warning
+    assert "python -m tasks.core.tracking relocate" in warning and "\n" not in warning
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert tracking.main(["relocate"]) == 0
+    shutil.rmtree(old)  # nothing of the old folder is needed any more
+    client = MlflowClient(f"sqlite:///{new / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("stats")
+    assert experiment.artifact_location == f"{(new / 'mlartifacts').as_uri()}/stats"
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    assert all(r.info.artifact_uri.startswith((new / "mlartifacts").as_uri())
+               for r in runs.values())  # fmt: skip
+    assert [f.path for f in client.list_artifacts(runs["stats@before"].info.run_id)] == ["notes.md"]
+    caplog.clear()
+    monkeypatch.setattr(tracking, "_moved_warned", set())
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with (
+        caplog.at_level(logging.WARNING, "corefrepro.tracking"),
+        tracking.tracked_run("stats", "relocated", dataset="x"),
+    ):
+        pass
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_each_run_logs_its_headline_figure_in_the_reports_unit(tmp_path, monkeypatch):
+    """Issue #59 row 15: the runs table shows the figure the report prints when the metric
+    column `headline` is added: in the report's unit (test error in %, not a fraction), the
+    run's tag `headline` naming what it is; stacked seeds' runs too."""
+    from mlflow.tracking import MlflowClient
+
+    from tasks.core import tracking
+    from tasks.results.record import STAGE_METRICS
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+        artifacts=str(tmp_path / "mlartifacts")))  # fmt: skip
+    with tracking.tracked_run("train_mage", "ga-qa2", dataset="babi/qa2", seed=1):
+        tracking.log_metrics({"dev_acc": 0.5, "train_loss": 1.0}, step=1)  # the curve
+        tracking.log_metrics({"test_acc": 0.75, "test_error": 0.25, "best_epoch": 1}, None)
+    specs = [{"item": "ga-qa3", "dataset": "babi/qa3", "seed": s} for s in (1, 2)]
+    with tracking.tracked_runs("train_mage", specs) as ids:
+        for run_id, error in zip(ids, (0.125, 0.5), strict=True):
+            tracking.log_metrics({"test_error": error}, None, run_id=run_id)
+    runs = {r.info.run_name: r for r in _runs(uri, "train_mage")}
+    client = MlflowClient(uri)
+    got = {name: client.get_run(r.info.run_id).data for name, r in runs.items()}
+    assert {n: d.metrics["headline"] for n, d in got.items()} == {
+        "train_mage@ga-qa2/seed1": 25.0, "train_mage@ga-qa3/seed1": 12.5,
+        "train_mage@ga-qa3/seed2": 50.0}  # fmt: skip
+    assert {d.tags["headline"] for d in got.values()} == {"test error rate (report Table 1), %"}
+    # the records the report is built from state the same figure in the same unit
+    for stage, headline in tracking.HEADLINES.items():
+        specs_ = {m.name: m for m in STAGE_METRICS.get(stage, [])}
+        name = headline.key.removeprefix("final_")
+        if name in specs_:
+            assert (specs_[name].scale, specs_[name].unit) == (headline.scale, headline.unit)
+
+
+def test_runs_name_the_dvc_experiment_and_the_preset_that_made_them(tmp_path, monkeypatch):
+    """Issue #59 row 21: a run of `dvc exp run` (a preset, a smoke run, --temp) is tagged with
+    the DVC experiment's name (DVC_EXP_NAME, set by DVC for the stage commands) and the preset,
+    scale and smoke whose overrides params.yaml holds; a plain run says none. Nothing of it is
+    a stage dep: read from the environment and params.yaml."""
+    from dvc.utils.hydra import apply_overrides
+
+    from tasks.core import presets, tracking
+
+    base = presets.committed_params(tracking.REPO_ROOT)
+    params = tmp_path / "params.yaml"
+
+    def with_overrides(overrides: list[str]) -> Path:
+        params.write_text(base, encoding="utf-8")
+        apply_overrides(params, overrides)
+        tracking.preset_of.cache_clear()
+        return params
+
+    preset = presets.load("mage-babi")
+    assert tracking.preset_of(with_overrides([])) == ("none", "none", "none")
+    extra = ["train_mage.train.lr=0.0123"]  # one more override of the user's own
+    assert tracking.preset_of(with_overrides([*preset.overrides_for("paper"), *extra])) == (
+        "mage-babi", "paper", "false")  # fmt: skip
+    assert tracking.preset_of(with_overrides(preset.overrides_for("paper", smoke=True))) == (
+        "mage-babi", "paper", "true")  # fmt: skip
+    assert tracking.preset_of(with_overrides(extra)) == ("none", "none", "none")
+    tracking.preset_of.cache_clear()
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(tracking, "settings", lambda: tracking.TrackingSettings(
+        artifacts=str(tmp_path / "mlartifacts")))  # fmt: skip
+    monkeypatch.setattr(tracking, "preset_of", lambda: ("mage-babi", "paper", "true"))
+    monkeypatch.setenv("DVC_EXP_NAME", "sleek-moth")
+    with tracking.tracked_run("stats", "x", dataset="x"):
+        pass
+    monkeypatch.delenv("DVC_EXP_NAME")
+    monkeypatch.setattr(tracking, "preset_of", lambda: ("none", "none", "none"))
+    with tracking.tracked_run("stats", "y", dataset="x"):
+        pass
+    tags = {r.info.run_name: r.data.tags for r in _runs(uri, "stats")}
+    wanted = {"dvc_exp": "sleek-moth", "preset": "mage-babi", "scale": "paper", "smoke": "true"}
+    assert {k: tags["stats@x"][k] for k in wanted} == wanted
+    assert {k: tags["stats@y"][k] for k in wanted} == dict.fromkeys(wanted, "none")
+
+
+def test_the_mlflow_docs_describe_what_a_fresh_clone_shows():
+    """Issue #59 rows 14-15: docs/operations.md's MLflow section names the experiments a
+    fresh clone's `dvc repro` makes -- not those of the stages whose outputs are all committed
+    (they never run there) -- and the metric column to add, with each stage's headline."""
+    import re
+
+    import yaml
+
+    from tasks.core import tracking
+
+    stages = yaml.safe_load((tracking.REPO_ROOT / "dvc.yaml").read_text())["stages"]
+
+    def committed(body: dict) -> bool:  # every output in git (cache: false), none in DVC's cache
+        outs = [o for kind in ("outs", "metrics", "plots") for o in body.get(kind) or []]
+        return all(isinstance(o, dict) and next(iter(o.values())).get("cache") is False
+                   for o in outs)  # fmt: skip
+
+    never = {n for n, s in stages.items() if committed(s.get("do", s)) and n in tracking.PAPERS}
+    ran = {n for n in stages if n in tracking.PAPERS} - never
+    text = (tracking.REPO_ROOT / "docs" / "operations.md").read_text()
+    section = text.split("**What a fresh clone shows.**")[1].split("\n\n")[0]
+    shows, _, missing = section.partition("The stages whose outputs are all committed")
+    named = lambda part: set(re.findall(r"`(\w+)`", part)) & set(tracking.PAPERS)  # noqa: E731
+    assert never and named(shows) == ran and named(missing) == never
+    headline = text.split("**The headline column.**")[1].split("\n\n")[0]
+    assert f"**`{tracking.HEADLINE_METRIC}`**" in headline
+    assert all(f"`{stage}`" in headline for stage in tracking.HEADLINES)

@@ -178,3 +178,38 @@ def test_an_unreachable_tracking_server_is_one_line_naming_the_setting(
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert f"tracking server {uri} ({setting}) is unreachable: {reason}" in warning
     assert "\n" not in warning
+
+
+def test_a_store_locked_mid_run_is_one_warning_of_ours_and_no_library_traceback(
+    store, monkeypatch, caplog, capfd
+):
+    """Issue #59 row 9: a store locked past sqlite's busy timeout mid-run; MLflow logs its own
+    60-line traceback for the failed attempt, then the retry succeeds. The stage's stderr gets
+    one warning of ours saying it recovered, and none of the library's lines."""
+    import types
+
+    import mlflow.store.db.utils as db_utils
+
+    real = db_utils.sql  # MLflow's 20 s busy timeout made short: the test waits seconds
+    short = types.SimpleNamespace(text=lambda q: real.text(q.replace("= 20000;", "= 200;")))
+    monkeypatch.setattr(db_utils, "sql", short)
+    monkeypatch.setattr(tracking, "RETRY_DELAYS_S", (1.5, 1.5))
+    with tracking.tracked_run("stats", "locked-mid-run", dataset="x") as run:
+        assert run is not None
+        capfd.readouterr()
+        lock = sqlite3.connect(store, isolation_level=None, check_same_thread=False)
+        lock.execute("BEGIN EXCLUSIVE")
+        releaser = threading.Timer(1.0, lambda: (lock.execute("ROLLBACK"), lock.close()))
+        releaser.start()
+        with caplog.at_level(logging.WARNING, "corefrepro.tracking"):
+            tracking.log_metrics({"f1": 0.5})
+        releaser.join()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "SQLAlchemy database error" not in err, err
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "MLflow: log metrics failed 1 time(s)" in warnings[0]
+    assert "database is locked" in warnings[0] and "recovered, nothing lost" in warnings[0]
+    assert all(r.name == "corefrepro.tracking" for r in caplog.records
+               if r.levelno >= logging.WARNING)  # fmt: skip
+    (got,) = _runs(store, "stats@locked-mid-run")
+    assert got.info.status == "FINISHED" and got.data.metrics == {"f1": 0.5}
