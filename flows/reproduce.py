@@ -5,7 +5,9 @@
     prefect deployment run reproduce/reproduce       # on a worker of the pool (prefect.yaml)
 
 Each stage runs `dvc repro --single-item <stage>` so DVC still decides what is up to date
-(an up-to-date stage is a no-op) and records dvc.lock; Prefect adds retries and the UI.
+(an up-to-date stage is a no-op) and records dvc.lock; Prefect adds retries and the UI. This is
+where Prefect wraps whole DVC stages (docs/operations.md "What Prefect wraps"): under a server
+each stage is a Prefect task run named as the stage, its output forwarded to the run's log.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import re
 import subprocess
 import sys
 
-from flows.runtime import PARENT_TASK_RUN_ENV, Runner, flow, orchestrated, run_cli, run_logger, task
+from flows.runtime import PARENT_TASK_RUN_ENV, Runner, flow, orchestrated, run_cli, task
 from tasks.core.config import REPO_ROOT
+
+log = logging.getLogger("corefrepro")
 
 
 def planned_stages(targets: list[str] | None = None) -> list[str]:
@@ -32,6 +36,18 @@ def planned_stages(targets: list[str] | None = None) -> list[str]:
         if targets:
             stages = [s for t in targets for s in repo.stage.collect(t)]
         return [s.addressing for s in plan_repro(graph, stages) if s.cmd]
+
+
+def run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect run's logger inside a Prefect flow or task run (its lines reach the run's log
+    in the UI), the 'corefrepro' logger otherwise."""
+    if orchestrated():
+        from prefect.context import FlowRunContext, TaskRunContext
+        from prefect.logging import get_run_logger
+
+        if TaskRunContext.get() or FlowRunContext.get():
+            return get_run_logger()
+    return log
 
 
 def _stage_env() -> dict[str, str]:
@@ -120,10 +136,25 @@ def run_stage(stage: str, force: bool = False) -> str:
 def reproduce(targets: list[str] | None = None, force: bool = False, retries: int = 2) -> list[str]:
     stages = planned_stages(targets)
     run_logger().info("%d stages: %s", len(stages), ", ".join(stages))
-    stage_task = run_stage.with_options(retries=retries)
+    stage_task = _stage_task(retries)
     for stage in stages:
         stage_task(stage, force=force)
     return stages
+
+
+def _stage_task(retries: int):
+    """run_stage with `retries`: under a Prefect server a Prefect task, so each DVC stage is a
+    task run named as the stage (the one place Prefect tasks are made); else the plain step."""
+    if not orchestrated():
+        return task(run_stage.fn, name=run_stage.name, task_run_name=run_stage.task_run_name,
+                    retries=retries, retry_delay_seconds=run_stage.retry_delay_seconds)  # fmt: skip
+    from prefect import task as prefect_task
+    from prefect.cache_policies import NO_CACHE
+
+    # DVC owns caching; Prefect's input hashing would only cost time
+    return prefect_task(run_stage.fn, name=run_stage.name, task_run_name=run_stage.task_run_name,
+                        retries=retries, retry_delay_seconds=run_stage.retry_delay_seconds,
+                        cache_policy=NO_CACHE)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,12 +1,16 @@
-"""How stage flows run: under Prefect when a server is configured, plain Python otherwise.
+"""How a stage runs: one way, with Prefect around the whole stage (docs/operations.md
+"What Prefect wraps").
 
-Why: Prefect 3 refuses to run tasks without an API, and its ephemeral server costs 6-11 s
-per process on this class of machine, which dominates small DVC stages. So:
+Prefect wraps whole DVC stages: a stage item's call is one Prefect flow run named as its DVC
+stage (annotate@gum-gold), `flows.reproduce` makes one task run per DVC stage, and prefect.yaml
+deploys every stage flow on the work pool. Nothing inside a stage is a Prefect object: a step
+(`task`) is a plain call with its retries, and `map_kwargs` fans calls out on the stage's Runner
+(threads, spawned processes, or Dask), the same code with or without a Prefect server.
 
-- mode "prefect": the stage runs as a real Prefect flow (retries, task runners, UI). Chosen
-  automatically when PREFECT_API_URL is set (env or the active Prefect profile).
-- mode "local": the same flow function runs as plain Python, Prefect is not even imported;
-  task retries still apply (same counts and delays as declared on the task).
+- A Prefect API is configured (PREFECT_API_URL in the environment or the active profile): the
+  stage's call is a flow run on it, with the stage's log lines.
+- None (the default): the call is plain Python and Prefect is not imported (its ephemeral
+  server would cost 6-11 s per stage process on this class of machine).
 - COREFREPRO_ORCHESTRATION=prefect|local|auto (default auto) forces one; "prefect" without a
   server uses Prefect's ephemeral server.
 """
@@ -102,7 +106,8 @@ def _log_to_run() -> None:
 
 
 class StageTask:
-    """A unit of work that is a Prefect task when orchestrated and a retried call otherwise."""
+    """One step of a stage: a plain call with retries, labelled in its log lines by
+    `task_run_name`, a template over the call's arguments (annotate@{run}/shard{shard})."""
 
     def __init__(
         self,
@@ -111,12 +116,12 @@ class StageTask:
         name: str | None = None,
         retries: int = 0,
         retry_delay_seconds: float = 0.0,
-        task_run_name: str | Callable[[], str] | None = None,
+        task_run_name: str | None = None,
         retry_if: Callable[[BaseException], bool] | None = None,
     ):
         self.fn = fn
         self.name = name or fn.__name__
-        self.task_run_name = task_run_name  # Prefect template over the call's arguments
+        self.task_run_name = task_run_name
         self.retries = retries
         self.retry_delay_seconds = retry_delay_seconds
         # which failures a retry may fix (None: all); a checksum mismatch or an absent file
@@ -124,43 +129,23 @@ class StageTask:
         self.retry_if = retry_if
         functools.update_wrapper(self, fn)
 
-    def with_options(self, **options: Any) -> StageTask:
-        """A copy with other options (name, task_run_name, retries, retry_delay, retry_if)."""
-        current = {
-            "name": self.name,
-            "task_run_name": self.task_run_name,
-            "retries": self.retries,
-            "retry_delay_seconds": self.retry_delay_seconds,
-            "retry_if": self.retry_if,
-        }
-        return StageTask(self.fn, **{**current, **options})
+    def label(self, *args: Any, **kwargs: Any) -> str:
+        """The call's name: task_run_name filled with its arguments, else the step's name."""
+        if not self.task_run_name:
+            return self.name
+        arguments = inspect.signature(self.fn).bind(*args, **kwargs).arguments
+        return self.task_run_name.format(**arguments)
 
-    @functools.cached_property
-    def prefect_task(self):
-        from prefect import task
-        from prefect.cache_policies import NO_CACHE
-
-        # DVC owns caching; Prefect's input hashing would only cost time on large inputs.
-        return task(
-            self.fn,
-            cache_policy=NO_CACHE,
-            name=self.name,
-            task_run_name=self.task_run_name,
-            retries=self.retries,
-            retry_delay_seconds=self.retry_delay_seconds,
-            retry_condition_fn=_prefect_retry_condition(self.retry_if),
-        )
-
-    def _call_local(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for attempt in range(self.retries + 1):
             try:
                 return self.fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - same policy as Prefect's task retries
+            except Exception as exc:  # noqa: BLE001 - retried as declared, else raised
                 if attempt == self.retries or (self.retry_if and not self.retry_if(exc)):
                     raise
                 log.warning(
                     "%s failed (%s: %s); retry %d/%d in %.0fs",
-                    self.name,
+                    self.label(*args, **kwargs),
                     type(exc).__name__,
                     exc,
                     attempt + 1,
@@ -170,11 +155,6 @@ class StageTask:
                 time.sleep(self.retry_delay_seconds)
         raise AssertionError("unreachable")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if orchestrated():
-            return self.prefect_task(*args, **kwargs)
-        return self._call_local(*args, **kwargs)
-
     def map_kwargs(
         self,
         calls: Iterable[dict[str, Any]],
@@ -182,48 +162,38 @@ class StageTask:
         on_done: Callable[[int, Any], None] | None = None,
         on_abort: Callable[[], None] | None = None,
     ) -> list[Any]:
-        """Run one call per kwargs dict concurrently; results in input order.
+        """Run one call per kwargs dict on the stage's Runner; results in input order.
 
-        on_abort() is called when the map ends early (a failure, Ctrl-C), before it waits for
-        the calls still running: a way to make them stop (threads cannot be killed).
-
-        Orchestrated: Prefect task runs on the flow's task runner (threads or Dask). Local: the
-        flow's Runner -- a thread pool, or a process pool (spawned) for CPU-bound Python work.
-        on_done(index, result) is called as results arrive (progress reporting).
+        threads: a thread pool (I/O, GIL-releasing work); processes: spawned interpreters
+        (CPU-bound Python); dask: the Dask cluster (a LocalCluster of the runner's workers, or
+        the scheduler at its address). The first failure ends the map; calls not yet started
+        never run, and on_abort() is called first, before the map waits for the calls
+        still running: a way to make them stop (threads cannot be killed). on_done(index, result) is called as results arrive (progress reporting).
         """
         calls = list(calls)
         results: list[Any] = [None] * len(calls)
-        if orchestrated():
-            futures = [self.prefect_task.submit(**kw) for kw in calls]
-            try:
-                for i, fut in enumerate(futures):
-                    results[i] = fut.result()
-                    if on_done:
-                        on_done(i, results[i])
-            except BaseException:
-                if on_abort is not None:
-                    on_abort()
-                raise
-            return results
         spec = CURRENT_RUNNER.get()
+        if spec.address:
+            return self._map_on_dask(spec, calls, results, on_done)
         workers = max_workers or spec.workers
-        if not spec.address and (workers <= 1 or len(calls) <= 1):
+        if workers <= 1 or len(calls) <= 1:  # no pool or cluster to start for one at a time
             for i, kw in enumerate(calls):
-                results[i] = self._call_local(**kw)
+                results[i] = self(**kw)
                 if on_done:
                     on_done(i, results[i])
             return results
-        if spec.address:
-            return self._map_on_dask(spec, calls, results, on_done)
+        if spec.kind == "dask":
+            return self._map_on_dask(spec, calls, results, on_done, workers)
         if spec.kind == "threads":
             pool: Executor = ThreadPoolExecutor(max_workers=workers)
-        else:  # processes / dask: separate interpreters, so CPU-bound Python scales
+        else:  # separate interpreters, so CPU-bound Python scales
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
         with pool:
-            futures = {
-                pool.submit(_call_with_retries, *self._retry_args(), kw): i
-                for i, kw in enumerate(calls)
-            }
+            # a thread runs its call in a copy of this context (under Prefect, its log lines
+            # then reach the stage's flow run); a process gets the step pickled
+            threads = spec.kind == "threads"
+            futures = {(pool.submit(contextvars.copy_context().run, _call, self, kw) if threads
+                        else pool.submit(_call, self, kw)): i for i, kw in enumerate(calls)}  # fmt: skip
             try:
                 for fut in as_completed(futures):
                     i = futures[fut]
@@ -239,27 +209,25 @@ class StageTask:
                 raise
         return results
 
-    def _retry_args(self) -> tuple[Any, ...]:
-        """_call_with_retries' leading arguments for this task (local pools and Dask alike)."""
-        return self.fn, self.name, self.retries, self.retry_delay_seconds, self.retry_if
-
     def _map_on_dask(
         self,
         spec: Runner,
         calls: list[dict[str, Any]],
         results: list[Any],
         on_done: Callable[[int, Any], None] | None,
+        workers: int | None = None,
     ) -> list[Any]:
-        """map_kwargs on the running Dask cluster at spec.address (local mode). A worker that
-        dies takes its running calls with it; the scheduler gives them to another worker."""
+        """map_kwargs on Dask (the scheduler at spec.address, or a LocalCluster of `workers`).
+        A worker that dies takes its running calls with it; the scheduler gives them to
+        another worker."""
         from distributed import as_completed as dask_completed
 
         run_id = uuid.uuid4().hex[:8]
-        with spec.dask_client() as client:
+        with spec.dask(workers) as client:
             futures = {
                 client.submit(
-                    _call_with_retries,
-                    *self._retry_args(),
+                    _call,
+                    self,
                     kw,
                     key=f"{self.name}-{run_id}-{i}",  # named on the dashboard
                     pure=False,
@@ -278,17 +246,10 @@ class StageTask:
         return results
 
 
-def _call_with_retries(
-    fn: Callable[..., Any],
-    name: str,
-    retries: int,
-    delay: float,
-    retry_if: Callable[[BaseException], bool] | None,
-    kwargs: dict[str, Any],
-) -> Any:
-    """Module-level (picklable) twin of StageTask._call_local for process pools."""
-    task_ = StageTask(fn, name=name, retries=retries, retry_delay_seconds=delay, retry_if=retry_if)
-    return task_._call_local(**kwargs)
+def _call(step: StageTask, kwargs: dict[str, Any]) -> Any:
+    """A step's call in a pool or on Dask: its arguments as one dict (Dask's submit keeps
+    names such as `workers` and `retries` for itself)."""
+    return step(**kwargs)
 
 
 def _checkout_root() -> str:
@@ -373,21 +334,6 @@ class _NotDask(Exception):
     pass
 
 
-def _prefect_retry_condition(retry_if: Callable[[BaseException], bool] | None) -> Any:
-    """Prefect's retry_condition_fn(task, task_run, state) from a predicate on the exception."""
-    if retry_if is None:
-        return None
-
-    def condition(task: Any, task_run: Any, state: Any) -> bool:
-        try:
-            state.result()
-        except Exception as exc:  # noqa: BLE001 - the task's own failure
-            return retry_if(exc)
-        return True
-
-    return condition
-
-
 def task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     """Decorator: `@task` or `@task(retries=3, retry_delay_seconds=5)`."""
     if fn is None:
@@ -401,12 +347,12 @@ DASK_CONNECT_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Runner:
-    """Where a flow's mapped tasks run: threads (I/O, GIL-releasing work), processes (local
-    CPU-bound Python) or dask (Prefect's DaskTaskRunner; a local process pool without Prefect).
+    """Where a stage's mapped steps run: threads (I/O, GIL-releasing work), processes (local
+    CPU-bound Python) or dask (a LocalCluster of `workers` processes).
 
-    dask with an `address`: the running Dask scheduler there, orchestrated or not (its workers
-    set the parallelism; `workers` is not used). `address_setting` names where the address
-    came from, for the error when the scheduler does not answer."""
+    dask with an `address`: the running Dask scheduler there (its workers set the parallelism;
+    `workers` is not used). `address_setting` names where the address came from, for the error
+    when the scheduler does not answer."""
 
     kind: str = "threads"
     workers: int = 4
@@ -425,16 +371,23 @@ class Runner:
         """How the stage logs it: `processes x2`, `dask at tcp://10.0.0.5:8786`."""
         return f"dask at {self.address}" if self.address else f"{self.kind} x{self.workers}"
 
-    def prefect_task_runner(self) -> Any:
-        if self.kind == "threads":
-            from prefect.task_runners import ThreadPoolTaskRunner
-
-            return ThreadPoolTaskRunner(max_workers=self.workers)
-        from prefect_dask import DaskTaskRunner
-
+    @contextlib.contextmanager
+    def dask(self, workers: int | None = None) -> Iterator[Any]:
+        """A distributed.Client of the cluster the steps run on: the scheduler at `address`, or
+        a LocalCluster of `workers` (default the runner's) started for this map, closed after."""
         if self.address:
-            return DaskTaskRunner(address=self.address)
-        return DaskTaskRunner(cluster_kwargs=self.dask_cluster_kwargs())
+            with self.dask_client() as client:
+                yield client
+            return
+        from distributed import Client, LocalCluster
+
+        with (
+            LocalCluster(
+                **{**self.dask_cluster_kwargs(), "n_workers": workers or self.workers}
+            ) as cluster,
+            Client(cluster, set_as_default=False) as client,
+        ):
+            yield client
 
     def dask_client(self) -> Any:
         """A distributed.Client of the scheduler at `address`, or CorefreproError naming
@@ -503,10 +456,11 @@ CURRENT_RUNNER: contextvars.ContextVar[Runner] = contextvars.ContextVar(
 
 
 class StageFlow:
-    """A stage entry point: a Prefect flow when orchestrated, a plain call otherwise.
+    """A stage entry point: one Prefect flow run named as its DVC stage when orchestrated, a
+    plain call otherwise; the same function and steps either way.
 
     runner: a Runner, or a callable taking the flow's arguments and returning one (so a stage
-    can read its task runner from params.yaml).
+    can read where its steps run from params.yaml).
     """
 
     def __init__(
@@ -522,56 +476,39 @@ class StageFlow:
         functools.update_wrapper(self, fn)
 
     @functools.cached_property
-    def prefect_flow(self):
-        return self._as_prefect_flow(self.fn)
-
-    @functools.cached_property
     def deployed(self):
-        """The flow a deployment runs (prefect.yaml's `flows.<stage>:<flow>.deployed`, and
-        `flows.reproduce --serve`). Its runner (a worker's or serve's) has made the flow run
-        already, so the stage's setup (task runner, lock, logging) happens inside that run
-        instead of starting a run of its own; named as the stage item (download@synthetic).
-        A training stage trains in this one process: train.nproc > 1 is the stage command's
+        """The stage as a Prefect flow: what a deployment runs (prefect.yaml's
+        `flows.<stage>:<flow>.deployed`, `flows.reproduce --serve`) and what a stage command
+        runs when orchestrated. The stage's setup (its Runner, lock, logging) happens inside
+        the flow run, named as the stage item (download@synthetic), or as its DVC stage. A
+        training stage trains in this one process: train.nproc > 1 is the stage command's
         torchrun re-launch (flows.reproduce's stages run that command)."""
+        from prefect import flow
 
         @functools.wraps(self.fn)  # the stage's parameters: the deployment's schema
         def run(*args: Any, **kwargs: Any) -> Any:
-            from prefect.context import FlowRunContext
-
             _log_to_run()
-            # the engine entered a default task runner before the parameters that choose the
-            # stage's (download's workers, annotate's Dask) were known: the stage's replaces it
-            with (
-                self._stage(*args, **kwargs) as spec,
-                spec.prefect_task_runner() as runner,
-                FlowRunContext.get().model_copy(update={"task_runner": runner}),
-            ):
+            with self._stage(*args, **kwargs):
                 return self.fn(*args, **kwargs)
 
         # the deployment's description in the UI: the flow's docstring, else its stage's line
         stage_line = (sys.modules[self.fn.__module__].__doc__ or "").strip().partition("\n")[0]
-        return self._as_prefect_flow(
-            run,
-            flow_run_name=self._deployment_run_name,
-            description=inspect.getdoc(self.fn) or stage_line or None,
-        )
-
-    def _as_prefect_flow(self, fn: Callable[..., Any], **options: Any) -> Any:
-        from prefect import flow
-
-        return flow(fn, name=self.name, log_prints=True, validate_parameters=False, **options)
+        return flow(run, name=self.name, log_prints=True, validate_parameters=False,
+                    flow_run_name=self._deployment_run_name,
+                    description=inspect.getdoc(self.fn) or stage_line or None)  # fmt: skip
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with self._stage(*args, **kwargs) as spec:
-            if not orchestrated():
-                return self.fn(*args, **kwargs)
-            return self._run_prefect(spec, *args, **kwargs)
+        setup_logging()  # before Prefect sets up its logging: the stage's lines keep their format
+        if orchestrated():
+            return self._run_prefect(*args, **kwargs)
+        with self._stage(*args, **kwargs):
+            return self.fn(*args, **kwargs)
 
     @contextlib.contextmanager
     def _stage(self, *args: Any, **kwargs: Any) -> Iterator[Runner]:
-        """What every run of the stage sets up around its function: logging, its task runner
-        (the Runner its tasks map on; an unreachable Dask scheduler is one line, before any
-        work) and its item's lock."""
+        """What every run of the stage sets up around its function: logging, its Runner (where
+        its steps map; an unreachable Dask scheduler is one line, before any work) and its
+        item's lock."""
         setup_logging()
         spec = self.runner if isinstance(self.runner, Runner) else self.runner(*args, **kwargs)
         if spec.address:
@@ -609,14 +546,12 @@ class StageFlow:
 
         return self.run_name(**(flow_run.parameters or {}))
 
-    def _run_prefect(self, spec: Runner, *args: Any, **kwargs: Any) -> Any:
+    def _run_prefect(self, *args: Any, **kwargs: Any) -> Any:
         from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
         name = self.run_name(*args, **kwargs)
-        flow_obj = self.prefect_flow.with_options(
-            task_runner=spec.prefect_task_runner(),
-            flow_run_name=lambda: name,  # a callable: a stage name is not a format template
-        )
+        # a callable: a stage name is not a format template
+        flow_obj = self.deployed.with_options(flow_run_name=lambda: name)
         # Heartbeats detect crashed long runs but cost up to 1 s at exit (thread join): keep
         # them for long stages only (COREFREPRO_HEARTBEATS=1).
         if os.environ.get("COREFREPRO_HEARTBEATS") == "1":
@@ -662,18 +597,6 @@ def _call_flow(flow_obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
         log.warning("%s: not linked to task run %s (%s); a top-level run", name, parent, exc)
         return flow_obj(*args, **kwargs)
     return run_flow(flow_obj, flow_run=flow_run, parameters=parameters)
-
-
-def run_logger() -> logging.Logger | logging.LoggerAdapter:
-    """The Prefect run's logger inside a Prefect flow/task run (its lines reach the run's log in
-    the UI), the 'corefrepro' logger otherwise."""
-    if orchestrated():
-        from prefect.context import FlowRunContext, TaskRunContext
-        from prefect.logging import get_run_logger
-
-        if TaskRunContext.get() or FlowRunContext.get():
-            return get_run_logger()
-    return log
 
 
 @contextlib.contextmanager

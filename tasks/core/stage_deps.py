@@ -54,7 +54,6 @@ PLUMBING: dict[str, frozenset[str]] = {
             "task",
             "run_cli",
             "torchrun",
-            "run_logger",
             "orchestrated",
             "one_at_a_time",
             "PARENT_TASK_RUN_ENV",

@@ -79,6 +79,75 @@ def test_process_runner_maps_in_order_with_progress(tmp_path, monkeypatch):
     assert sorted(seen) == [0, 1, 2, 3]
 
 
+def test_dask_runner_without_an_address_maps_on_a_local_cluster(tmp_path, monkeypatch):
+    """executor dask with no scheduler address: a LocalCluster of the runner's workers, with or
+    without a Prefect server (one way to run a stage); results in input order."""
+    import hashlib
+    import os
+
+    pytest.importorskip("distributed")
+    from flows.runtime import Runner, flow, task
+    from tasks.core.fetch import sha256_of
+
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"f{i}")
+        paths[-1].write_bytes(bytes([i]) * (i + 1))
+    hashed = task(sha256_of, name="hash")
+    pid = task(os.getpid, name="pid")
+
+    @flow(name="hash-on-dask", runner=Runner("dask", 2))
+    def hash_all():
+        return hashed.map_kwargs([{"path": p} for p in paths]), pid.map_kwargs([{}, {}])
+
+    digests, pids = hash_all()
+    assert digests == [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+    assert os.getpid() not in pids  # the cluster's worker processes ran them
+
+
+def test_a_threaded_step_runs_in_the_stage_s_context(monkeypatch):
+    """A step on the threads runner sees the context its stage runs in: under Prefect that is
+    the flow run's, so the step's log lines reach the stage's run (not a warning that they have
+    no run)."""
+    import contextvars
+
+    from flows.runtime import Runner, flow, task
+
+    monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
+    current = contextvars.ContextVar("current", default="none")
+
+    @task(name="read-context")
+    def read(i: int) -> str:
+        return f"{current.get()}{i}"
+
+    @flow(name="context-probe", runner=Runner("threads", 2))
+    def probe() -> list[str]:
+        current.set("stage")
+        return read.map_kwargs([{"i": i} for i in range(3)])
+
+    assert probe() == ["stage0", "stage1", "stage2"]
+
+
+def test_a_retry_line_names_the_call(caplog, monkeypatch):
+    from flows.runtime import task
+
+    attempts = []
+
+    @task(name="flaky", task_run_name="flaky@{corpus}/{n}", retries=1)
+    def flaky(corpus: str, n: int) -> int:
+        attempts.append(n)
+        if len(attempts) == 1:
+            raise OSError("connection reset")
+        return n
+
+    with caplog.at_level("WARNING", "corefrepro"):
+        assert flaky("babi", n=3) == 3
+    assert [r.getMessage() for r in caplog.records] == [
+        "flaky@babi/3 failed (OSError: connection reset); retry 1/1 in 0s"
+    ]
+
+
 def test_runner_rejects_unknown_kind():
     from flows.runtime import Runner
 
@@ -87,9 +156,10 @@ def test_runner_rejects_unknown_kind():
 
 
 def test_every_stage_task_run_is_named_from_its_arguments():
-    """Prefect names each task run by a template over the call's arguments (annotate@<run>/
-    shard<k>, train_coref@<encoder>/seed<k>, reproduce's task: the DVC stage): every field of
-    every template is a parameter of the task, else Prefect fails the run when naming it."""
+    """Each step's label is a template over the call's arguments (annotate@<run>/shard<k>,
+    train_coref@<encoder>/seed<k>, reproduce's task run: the DVC stage): every field of every
+    template is a parameter of the step, else naming a retry (or Prefect, reproduce's task
+    run) fails."""
     import importlib
     import inspect
     import string
@@ -106,8 +176,6 @@ def test_every_stage_task_run_is_named_from_its_arguments():
     assert len(tasks) >= 14 and all(t.task_run_name for t in tasks.values()), tasks
     for where, stage_task in tasks.items():
         template = stage_task.task_run_name
-        if callable(template):  # train_mage's: reads the seed out of train_cfg
-            continue
         fields = {f[1].split(".")[0] for f in string.Formatter().parse(template) if f[1]}
         params = set(inspect.signature(stage_task.fn).parameters)
         assert fields <= params, (where, template, fields - params)
