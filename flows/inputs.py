@@ -55,13 +55,7 @@ def mage_inputs(item: str) -> list[Path]:
     `data:` or train_mage.data; flows/train_mage.py plan), the same for every task."""
     import flows.train_mage as stage
 
-    cfg = stage.settings()
-    if item not in cfg.models:
-        raise CorefreproError(
-            f"params.yaml train_mage.models: no model '{item}'; known: {sorted(cfg.models)}"
-        )
-    model_cfg = {**cfg.model_defaults, **(cfg.models[item] or {})}
-    return [stage.graphs_path(cfg, model_cfg.get("data"))]
+    return [stage.model_graphs(stage.settings(), item)]
 
 
 PLANS = {"train_coref": coref_inputs, "train_stanza_coref": stanza_coref_inputs,

@@ -116,10 +116,18 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--encoder", required=True, choices=("baseline", "lsl", "asl"))
+    # the stage's items are the keys of train_coref.encoders, listed there only (dvc.yaml's
+    # foreach reads them; an unknown one is refused naming that setting)
+    parser.add_argument("--encoder", required=True, help="a key of train_coref.encoders")
     parser.add_argument("--seed", type=int, default=None, help="one seed instead of params' seeds")
     args = parser.parse_args(argv)
-    if not run_cli(torchrun, "flows.train_coref", lambda: settings().train.nproc, argv):
+
+    def nproc() -> int:
+        cfg = settings()
+        encoder_model_cfg(cfg, args.encoder)  # unknown: one line naming the setting, no process
+        return cfg.train.nproc
+
+    if not run_cli(torchrun, "flows.train_coref", nproc, argv):
         run_cli(train_coref, args.encoder, args.seed)
 
 

@@ -2,70 +2,198 @@
 
     python -m flows.train_mage --model bigru+mage16 --task syn1 [--seed 3]
 
-params.yaml train_mage names the graph run (data), the model settings (models.<name>), the
-training settings (train, with per-task overrides in task_settings) and the seeds; a task is
-a task label of the graph table, or a name of task_groups (several labels trained jointly).
-The family (models/mage, found through models/registry.py) trains each seed through the one
-loop (tasks/training/loop.py); this stage resolves the item's settings (plan), loads its data
-once and places and records every seed (tasks/training/stage.py):
-artifacts/train_mage/<model>-<task>/seed<k>/{best.pt,history.json,metrics.json} and
-metrics/train_mage/<model>-<task>.json (the best-dev seed's dev/test numbers, Dhingra et al.
-§4.2); every seed is an MLflow run train_mage@<model>-<task>/seed<k> in the experiment
-train_mage, with its learning curve.
 Without --seed, the seeds of params.yaml; with it, only that seed (the metrics file then
 summarizes that seed alone). Seeds trained apart (`--seed k` in parallel lanes, one per GPU)
 are summarized afterwards with `--collect`, which trains nothing:
 
     python -m flows.train_mage --model ga-mage16 --task qa2 --collect
+
+Layout (issue #54.4): this module is the stage's one home, read top to bottom:
+
+1. its settings section, params.yaml `train_mage` (TrainMageSettings), typed and parsed once
+   per process (`settings()`); every model entry and per-task setting checked before any work;
+2. its paths: the graph table a model reads (data/graphs/<run>/graphs.parquet) and the item
+   name <model>-<task> that names artifacts/train_mage/<item>/seed<k>/ and
+   metrics/train_mage/<item>.json (placed by tasks/training/stage.py);
+3. its plan: `plan(cfg, model, task)` resolves an item's settings (ReaderItem), once, for
+   every seed;
+4. its outputs: what each seed's metrics.json adds (graph variant, settings fingerprint), the
+   params of a seed's MLflow run (train_mage@<model>-<task>/seed<k> in the experiment
+   train_mage, with its learning curve), and the summary (the best-dev seed's dev/test
+   numbers, Dhingra et al. §4.2);
+5. the family declaration (FAMILY, found through models/registry.py) and the flows.
+
+The library, models/mage/ (train.py: MageModel / MageTrain, the recipe, train_and_evaluate,
+train_stacked; data.py, readers.py, stacked.py), takes arguments: it reads no params.yaml,
+knows no output path and logs nothing to MLflow. What every training stage shares (the seed's
+work folder, artifact folder, MLflow run and summary file: tasks/training/stage.py; the one
+loop: tasks/training/loop.py) takes this stage's family and paths as arguments.
+
+Precedence of train keys, per item: train < task_settings.<task> < the model's recipe < the
+model entry's own train. A task is a task label of the graph table, or a name of task_groups
+(several labels trained jointly). A model entry may read its own graph run (`data: <run>`).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from flows.runtime import Runner, flow, run_cli, task, torchrun
-from models import registry
 from models.mage.data import ReaderData
 from models.mage.train import (
-    GRAPH_VARIANT_KEYS,
-    ReaderItem,
-    TrainMageSettings,
+    MageModel,
+    MageTrain,
+    ReaderRecipe,
     check_split,
+    load_data,
+    nan_to,
     recipe_train,
     resolve_model,
     resolve_train_cfg,
-    run_params,
+    train_and_evaluate,
+    train_stacked,
 )
+from tasks.core import config
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import STAGE_CLOCK
+from tasks.core.settings import (
+    ConfigError,
+    Name,
+    override_settings,
+    parse_settings,
+    settings_to_dict,
+)
 from tasks.core.storage import sha256_of
+from tasks.core.tracking import PAPERS
+from tasks.training.family import Family
 from tasks.training.loop import RUN_ONLY
 from tasks.training.stage import (
     artifact_dir,
-    load_settings,
     train_tracked_seed,
     train_tracked_seeds_stacked,
     write_summary,
 )
 
-FAMILY = registry.get("mage")
-STAGE = FAMILY.stage
+STAGE = "train_mage"
 SEED_METRICS = "metrics.json"
+
+# --------------------------------------------------------------------------- 1. settings
+# params.yaml train_mage: data (a graph run), run {models, tasks} (the dvc.yaml matrix),
+# model_defaults (under every model), models {name: model settings, optionally with train:
+# {train overrides} and data: <run>}, task_groups {name: [task labels]}, task_settings {task:
+# train overrides}, seeds, train (MageTrain keys).
+
+
+@dataclass
+class RunMatrix:
+    models: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrainMageSettings:
+    """params.yaml train_mage, checked whole before any training starts."""
+
+    data: Name = "synthetic-gold"  # data/graphs/<annotation run>/graphs.parquet
+    run: RunMatrix = field(default_factory=RunMatrix)
+    model_defaults: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task_groups: dict[str, list[str]] = field(default_factory=dict)
+    task_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=lambda: [1])
+    train: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self, path: str) -> None:
+        """Every model entry and per-task setting parses (typos refused up front); the
+        section's `train` is parsed once here and each entry's layers applied to it."""
+        problems: list[str] = []
+
+        def check(fn: Any) -> Any:
+            try:
+                return fn()
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+                return None
+
+        check(lambda: parse_settings(MageModel, self.model_defaults, f"{path}.model_defaults"))
+        base = check(lambda: parse_settings(MageTrain, self.train, f"{path}.train"))
+        for name, entry in self.models.items():
+            where = f"{path}.models.{name}"
+            check(lambda e=entry, w=where: _model_entry(self, e, w, base))
+        for task_name, overrides in self.task_settings.items():
+            where = f"{path}.task_settings.{task_name}"
+            if base is not None:
+                check(lambda o=overrides, w=where: override_settings(base, o, w))
+        if problems:
+            raise ConfigError(problems)
+
+
+def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str,
+                 base: MageTrain | None) -> None:  # fmt: skip
+    """One model entry checked: its model settings (over model_defaults) and its train layers
+    over the section's parsed `train` (`base`; None when that failed, reported already)."""
+    entry = dict(entry or {})
+    train = entry.pop("train", None)
+    entry.pop("data", None)  # a graph run of the model's own (plan)
+    model_cfg = {**cfg.model_defaults, **entry}
+    parse_settings(MageModel, model_cfg, where)
+    try:
+        resolve_model(model_cfg)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {p.split(': ', 1)[-1]}" for p in exc.problems) from exc
+    if base is not None:
+        base = override_settings(base, recipe_train(model_cfg) or None, f"{where}.recipe")
+        override_settings(base, train, f"{where}.train")
+
+
+_parsed: tuple[Any, Any, TrainMageSettings] | None = None  # (section, a copy of it, parsed)
 
 
 def settings() -> TrainMageSettings:
-    return load_settings(FAMILY)
+    """params.yaml train_mage, parsed once per process: a later call returns the same
+    settings while the section is the one parsed (a test that gives other params gets them
+    parsed)."""
+    global _parsed
+    raw = config.params(STAGE)
+    if _parsed is not None and _parsed[0] is raw and _parsed[1] == raw:
+        return _parsed[2]
+    cfg = parse_settings(TrainMageSettings, raw, STAGE)
+    _parsed = (raw, copy.deepcopy(raw), cfg)
+    return cfg
+
+
+# --------------------------------------------------------------------------- 2. paths
 
 
 def graphs_path(cfg: TrainMageSettings, run: str | None = None) -> Path:
     return resolve_path("data/graphs") / (run or cfg.data) / "graphs.parquet"
+
+
+def model_entry(cfg: TrainMageSettings, model: str) -> dict[str, Any]:
+    """train_mage.models.<model> over model_defaults (its own `train:` and `data:` still in)."""
+    if model not in cfg.models:
+        raise CorefreproError(
+            f"params.yaml train_mage.models: no model '{model}'; known: {sorted(cfg.models)}"
+        )
+    return {**cfg.model_defaults, **(cfg.models[model] or {})}
+
+
+def model_graphs(cfg: TrainMageSettings, model: str) -> Path:
+    """The graph table <model> reads: its own graph run (`data: <run>`) or train_mage.data
+    (flows/inputs.py makes it the item's data dep)."""
+    return graphs_path(cfg, model_entry(cfg, model).get("data"))
 
 
 def variant(model: str, task: str) -> str:
@@ -73,14 +201,41 @@ def variant(model: str, task: str) -> str:
     return f"{model}-{task}"
 
 
+# --------------------------------------------------------------------------- 3. plan
+
+
+@dataclass
+class ReaderItem:
+    """One item <model>-<task> of the stage, resolved by `plan`: what every seed of it
+    trains under (the `settings` of train_seed)."""
+
+    model: str  # the key of train_mage.models (the metrics' and the MLflow run's name)
+    task: str  # a task label, or a key of task_groups
+    labels: list[str]  # the task labels trained jointly
+    graphs: str  # data/graphs/<run>/graphs.parquet
+    model_cfg: dict[str, Any]  # model_defaults + the entry (its train and data keys out):
+    # the keys params.yaml sets, which the stage's settings fingerprint hashes
+    reader: MageModel  # model_cfg resolved (resolve_model): what every seed builds
+    train: MageTrain  # the train settings, every layer applied; each seed replaces `seed`
+    # the train keys params.yaml sets, layered as above: what the stage's settings
+    # fingerprint hashes (a new default in MageTrain then invalidates no seed trained apart)
+    given_train: dict[str, Any]
+
+    @property
+    def task_arg(self) -> str | list[str]:
+        return self.labels if self.labels != [self.task] else self.task
+
+    def seed_train(self, seed: int) -> MageTrain:
+        return dataclasses.replace(self.train, seed=int(seed))
+
+    def load_data(self) -> ReaderData:
+        return load_data(self.graphs, self.task_arg, self.train)
+
+
 def plan(cfg: TrainMageSettings, model: str, task: str) -> ReaderItem:
     """The settings every seed of <model>-<task> trains under. Precedence of train keys:
     train < task_settings.<task> < the model's recipe < the model entry's own train."""
-    if model not in cfg.models:
-        raise CorefreproError(
-            f"params.yaml train_mage.models: no model '{model}'; known: {sorted(cfg.models)}"
-        )
-    model_cfg = {**cfg.model_defaults, **(cfg.models[model] or {})}
+    model_cfg = model_entry(cfg, model)
     # a model entry may override train settings, so an ablation that changes the data the
     # model reads (edge_types: [sequential]) is a row of the matrix like any other model
     own_train = model_cfg.pop("train", None) or {}
@@ -98,6 +253,13 @@ def plan(cfg: TrainMageSettings, model: str, task: str) -> ReaderItem:
 
 def seeds_of(cfg: TrainMageSettings, seeds: Sequence[int] | None) -> list[int]:
     return [int(s) for s in seeds] if seeds else [int(s) for s in cfg.seeds]
+
+
+# --------------------------------------------------------------------------- 4. outputs
+
+# metrics keys of a graph table off the paper's reading (recorded per seed)
+GRAPH_VARIANT_KEYS = ("coref_placement", "segment_order", "mention_span")
+PER_SEED_KEYS = ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s", "subsets")
 
 
 def _placement(graphs: str | Path) -> dict[str, str]:
@@ -134,6 +296,85 @@ def seed_facts(item: ReaderItem, graphs_sha256: str) -> dict[str, Any]:
             "settings_fingerprint": settings_fingerprint(graphs_sha256, item)}  # fmt: skip
 
 
+def run_params(item: ReaderItem, seed: int, data: ReaderData) -> dict[str, Any]:
+    """A seed's model and train settings and its data, as its MLflow run records them."""
+    data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
+    return {"model": settings_to_dict(item.reader),
+            "train": settings_to_dict(item.seed_train(seed)), "data": data_params}  # fmt: skip
+
+
+def summarize(item: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """metrics/train_mage/<item>.json: the seed with the best dev accuracy (ties: lower dev
+    loss, then lower seed) gives the reported test numbers (paper protocol), plus the spread
+    of test error over seeds."""
+    if not results:
+        raise CorefreproError(f"{item}: no seed was trained")
+    chosen = min(results, key=lambda m: (-m["dev_acc"], nan_to(m["dev_loss"]), m["seed"]))
+    errors = [m["test_error"] for m in results if m["test_error"] is not None]
+    out = {
+        "model": chosen["model"],
+        "task": chosen["task"],
+        "dataset": chosen["dataset"],
+        "selected_seed": chosen["seed"],
+        "dev_acc": chosen["dev_acc"],
+        "dev_error": chosen["dev_error"],
+        "test_acc": chosen["test_acc"],
+        "test_error": chosen["test_error"],
+        "test_n": chosen["test_n"],
+        "dev_n": chosen["dev_n"],
+        "best_epoch": chosen["best_epoch"],
+        "epochs_run": chosen["epochs_run"],
+        "seeds": len(results),
+        "device": chosen.get("device"),
+        "test_error_mean": float(np.mean(errors)) if errors else None,
+        "test_error_std": float(np.std(errors)) if errors else None,
+        # timings go to logs/timings (storage.write_metrics); collected seeds have none
+        "wall_time_s": round(sum(m.get("wall_time_s") or 0.0 for m in results), 2),
+        **{k: chosen[k] for k in ("subsets", "split_notes", *GRAPH_VARIANT_KEYS) if chosen.get(k)},
+        "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
+    }
+    return jsonable(out)
+
+
+# --------------------------------------------------------------------------- 5. the family
+
+
+def train_one_seed(item: str, seed: int, data: ReaderData, settings: ReaderItem,
+                   out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
+    """One seed of one (model, task) into out_dir (tasks/training/family.py SeedTrainer)."""
+    metrics = train_and_evaluate(settings.graphs, settings.task_arg, settings.reader,
+                                 settings.seed_train(seed), out_dir, model_name=settings.model,
+                                 data=data, log_metrics=log_metrics)  # fmt: skip
+    metrics["task"] = settings.task
+    return metrics
+
+
+def train_seeds_stacked(item: str, seeds: Sequence[int], data: ReaderData, settings: ReaderItem,
+                        out_dirs: Sequence[str | Path], *, log_metrics=None) -> list[dict]:  # fmt: skip
+    """train_one_seed for every seed at once (models/mage/train.py train_stacked): out_dirs[i]
+    and log_metrics[i] (one sink per seed, or None) are seed i's."""
+    results = train_stacked(settings.graphs, settings.task_arg, settings.reader,
+                            [settings.seed_train(s) for s in seeds], out_dirs,
+                            model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
+    for metrics in results:
+        metrics["task"] = settings.task
+    return results
+
+
+FAMILY = Family(
+    name="mage",
+    paper=PAPERS[STAGE],
+    settings=TrainMageSettings,
+    recipe=ReaderRecipe,
+    train_seed=train_one_seed,
+    summarize=summarize,
+    train_seeds_stacked=train_seeds_stacked,
+)
+
+
+# --------------------------------------------------------------------------- 6. the flows
+
+
 def _dataset(item: ReaderItem, data: ReaderData) -> str:
     return f"{data.corpus}/{'+'.join(item.labels)}"  # what the run reads: the group's members
 
@@ -146,8 +387,9 @@ def train_seed(model: str, task: str, seed: int, data: ReaderData, item: ReaderI
                               facts=seed_facts(item, graphs_sha256), track=track)  # fmt: skip
 
 
-def train_stacked(model: str, task: str, seeds: list[int], data: ReaderData, item: ReaderItem,
-                  graphs_sha256: str, *, track: bool = True) -> list[dict]:  # fmt: skip
+def train_stacked_seeds(model: str, task: str, seeds: list[int], data: ReaderData,
+                        item: ReaderItem, graphs_sha256: str, *,
+                        track: bool = True) -> list[dict]:  # fmt: skip
     """Every seed at once (models/mage/stacked.py), each recorded as train_seed records it."""
     return train_tracked_seeds_stacked(
         FAMILY, variant(model, task), seeds, data, item, dataset=_dataset(item, data),
@@ -160,8 +402,9 @@ train_seed_task = task(
     train_seed, name="train-reader", task_run_name="train_mage@{model}-{task}/seed{seed}"
 )
 train_stacked_task = task(
-    train_stacked, name="train-readers-stacked", task_run_name="train_mage@{model}-{task}/stacked"
-)
+    train_stacked_seeds, name="train-readers-stacked",
+    task_run_name="train_mage@{model}-{task}/stacked",
+)  # fmt: skip
 
 
 # one seed after the other: training already uses every core it is given

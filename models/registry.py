@@ -2,7 +2,8 @@
 code does not load the others (torch models, tokenizers):
 
 - `FAMILIES`: the model families the pipeline trains -> the module holding its FAMILY
-  (tasks/training/family.py); their order is the order of the report's sections, each
+  (tasks/training/family.py): the family's stage module where it has one (flows/train_mage.py,
+  the stage's one home, issue #54.4), else models/<name>/family.py; their order is the order of the report's sections, each
   tasks/report/<name>.py (`reports()`);
 - `LANGUAGE_MODELS`: every language model of the project -> the module registering it with
   `tasks.evaluation.lm.register_lm`. `language_model(name, **kwargs)` is how stages (and the
@@ -19,7 +20,7 @@ from tasks.evaluation.lm import LanguageModel, UnknownLMError, get_lm
 from tasks.training.family import Family
 
 FAMILIES: dict[str, str] = {
-    "mage": "models.mage.family",  # Dhingra et al. 2018: MAGE-GRU readers
+    "mage": "flows.train_mage",  # Dhingra et al. 2018: MAGE-GRU readers (the stage module)
     "coref": "models.coref.family",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
     "entitynlm": "models.entitynlm.family",  # Ji et al. 2017: EntityNLM, RNNLM baseline
     "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)

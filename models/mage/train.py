@@ -47,11 +47,10 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import torch
 
 from models.mage.data import (
@@ -66,16 +65,13 @@ from models.mage.readers import BiGRUReader, GAReader
 from models.mage.stacked import StackedReader
 from tasks.core.checkpoints import (
     CheckpointMismatchError,
-    jsonable,
     load_checkpoint,
     seed_everything,
 )
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
-    Name,
     bounded,
-    override_settings,
     parse_settings,
     settings_to_dict,
 )
@@ -97,8 +93,6 @@ from tasks.training.loop import (
 
 log = logging.getLogger("corefrepro.train_mage")
 
-SEED_METRICS = "metrics.json"
-PER_SEED_KEYS = ("dev_acc", "test_acc", "best_epoch", "epochs_run", "wall_time_s", "subsets")
 READERS = {"bigru": BiGRUReader, "ga": GAReader}
 
 
@@ -392,7 +386,7 @@ class ReaderRecipe(Recipe):
                         device=precision.device, autocast=precision.autocast)  # fmt: skip
 
     def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
-        return (dev["acc"], -_nan_to(dev["loss"])), dev["acc"]
+        return (dev["acc"], -nan_to(dev["loss"])), dev["acc"]
 
     def checkpoint_config(self) -> dict[str, Any]:
         return checkpoint_config(self.mcfg, self.data)
@@ -528,10 +522,6 @@ def _final_mlflow(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _nan_to(x: float, value: float = math.inf) -> float:
-    return value if x is None or math.isnan(x) else x
-
-
 # --------------------------------------------------------------------------- seeds stacked
 
 
@@ -653,7 +643,7 @@ class StackedReaderRecipe(Recipe):
         return [score.result() for score in scores]
 
     def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
-        return (dev["acc"], -_nan_to(dev["loss"])), dev["acc"]
+        return (dev["acc"], -nan_to(dev["loss"])), dev["acc"]
 
     def lane_model(self, k: int) -> torch.nn.Module:
         self.single.load_state_dict(self.model.seed_state_dict(k))
@@ -744,84 +734,10 @@ def restore(
     return model.eval()
 
 
-# --------------------------------------------------------------------------- the DVC stage
-# params.yaml train_mage: data (a graph run), run {models, tasks} (the dvc.yaml matrix),
-# model_defaults (under every model), models {name: model cfg, optionally with train: {train
-# cfg overrides}}, task_groups {name: [task labels]}, task_settings {task: train cfg
-# overrides}, seeds, train (train cfg). Precedence: train < task_settings < a model's train.
-
-
-@dataclass
-class RunMatrix:
-    models: list[str] = field(default_factory=list)
-    tasks: list[str] = field(default_factory=list)
-
-
-@dataclass
-class TrainMageSettings:
-    """params.yaml train_mage, checked whole before any training starts."""
-
-    data: Name = "synthetic-gold"  # data/graphs/<annotation run>/graphs.parquet
-    run: RunMatrix = field(default_factory=RunMatrix)
-    model_defaults: dict[str, Any] = field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    task_groups: dict[str, list[str]] = field(default_factory=dict)
-    task_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
-    seeds: list[int] = field(default_factory=lambda: [1])
-    train: dict[str, Any] = field(default_factory=dict)
-
-    def validate(self, path: str) -> None:
-        """Every model entry and per-task setting parses (typos refused up front)."""
-        problems: list[str] = []
-        checks = [
-            (
-                f"{path}.model_defaults",
-                lambda: parse_settings(MageModel, self.model_defaults, f"{path}.model_defaults"),
-            )
-        ]
-        checks.append(
-            (f"{path}.train", lambda: parse_settings(MageTrain, self.train, f"{path}.train"))
-        )
-        for name, entry in self.models.items():
-            where = f"{path}.models.{name}"
-            checks.append((where, lambda e=entry, w=where: _model_entry(self, e, w)))
-        for task, overrides in self.task_settings.items():
-            where = f"{path}.task_settings.{task}"
-            checks.append(
-                (
-                    where,
-                    lambda o=overrides, w=where: override_settings(
-                        parse_settings(MageTrain, self.train, f"{path}.train"), o, w
-                    ),
-                )
-            )
-        for _, check in checks:
-            try:
-                check()
-            except ConfigError as exc:
-                problems.extend(exc.problems)
-        if problems:
-            raise ConfigError(problems)
-
-
-def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str) -> tuple:
-    entry = dict(entry or {})
-    train = entry.pop("train", None)
-    entry.pop("data", None)  # a graph run of the model's own (flows/train_mage.py plan)
-    model_cfg = {**cfg.model_defaults, **entry}
-    model = parse_settings(MageModel, model_cfg, where)
-    try:
-        resolve_model(model_cfg)
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {p.split(': ', 1)[-1]}" for p in exc.problems) from exc
-    base = parse_settings(MageTrain, cfg.train, "train_mage.train")
-    base = override_settings(base, recipe_train(model_cfg) or None, f"{where}.recipe")
-    return model, override_settings(base, train, f"{where}.train")
-
-
 def check_split(mcfg: MageModel, where: str) -> None:
     """A split MAGE state needs room for both parts (§4.2: the total fixed, d of it for
-    coreference): refused before any data is read, not when the layer is built."""
+    coreference): refused before any data is read, not when the layer is built; `where`
+    names the setting the model came from."""
     split = mcfg.encoder == "mage" and mcfg.mage_mode == "split"
     if split and not 1 <= mcfg.coref_size < mcfg.hidden_size:
         raise ConfigError(
@@ -830,105 +746,15 @@ def check_split(mcfg: MageModel, where: str) -> None:
         )
 
 
-@dataclass
-class ReaderItem:
-    """One item <model>-<task> of the stage, resolved from params.yaml train_mage by the stage
-    (flows/train_mage.py plan): what every seed of it trains under (the `settings` of
-    train_seed). Precedence of train keys: train < task_settings.<task> < the model's recipe
-    < the model entry's own train."""
-
-    model: str  # the key of train_mage.models (the metrics' and the MLflow run's name)
-    task: str  # a task label, or a key of task_groups
-    labels: list[str]  # the task labels trained jointly
-    graphs: str  # data/graphs/<run>/graphs.parquet
-    model_cfg: dict[str, Any]  # model_defaults + the entry (its train and data keys out):
-    # the keys params.yaml sets, which the stage's settings fingerprint hashes
-    reader: MageModel  # model_cfg resolved (resolve_model): what every seed builds
-    train: MageTrain  # the train settings, every layer applied; each seed replaces `seed`
-    # the train keys params.yaml sets, layered as above: what the stage's settings
-    # fingerprint hashes (a new default in MageTrain then invalidates no seed trained apart)
-    given_train: dict[str, Any]
-
-    @property
-    def task_arg(self) -> str | list[str]:
-        return self.labels if self.labels != [self.task] else self.task
-
-    def seed_train(self, seed: int) -> MageTrain:
-        return dataclasses.replace(self.train, seed=int(seed))
-
-    def load_data(self) -> ReaderData:
-        return load_data(self.graphs, self.task_arg, self.train)
-
-
-def train_seed(item: str, seed: int, data: ReaderData, settings: ReaderItem,
-               out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
-    """One seed of one (model, task) (tasks/training/family.py SeedTrainer)."""
-    metrics = train_and_evaluate(settings.graphs, settings.task_arg, settings.reader,
-                                 settings.seed_train(seed), out_dir, model_name=settings.model,
-                                 data=data, log_metrics=log_metrics)  # fmt: skip
-    metrics["task"] = settings.task
-    return metrics
-
-
-def train_seeds_stacked(item: str, seeds: Sequence[int], data: ReaderData, settings: ReaderItem,
-                        out_dirs: Sequence[str | Path], *, log_metrics=None) -> list[dict]:  # fmt: skip
-    """train_seed for every seed at once (train_stacked): out_dirs[i] and log_metrics[i]
-    (one sink per seed, or None) are seed i's."""
-    results = train_stacked(settings.graphs, settings.task_arg, settings.reader,
-                            [settings.seed_train(s) for s in seeds], out_dirs,
-                            model_name=settings.model, data=data, log_metrics=log_metrics)  # fmt: skip
-    for metrics in results:
-        metrics["task"] = settings.task
-    return results
-
-
-def run_params(settings: ReaderItem, seed: int, data: ReaderData) -> dict[str, Any]:
-    """A seed's model and train settings and its data, as its MLflow run records them."""
-    data_params = {k: v for k, v in (data.signature() | data.stats).items() if k != "classes"}
-    return {"model": settings_to_dict(settings.reader),
-            "train": settings_to_dict(settings.seed_train(seed)), "data": data_params}  # fmt: skip
-
-
-# metrics keys of a graph table off the paper's reading (the stage records them per seed)
-GRAPH_VARIANT_KEYS = ("coref_placement", "segment_order", "mention_span")
-
-
-def summarize(item: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The DVC metrics of (model, task): the seed with the best dev accuracy (ties: lower dev
-    loss, then lower seed) gives the reported test numbers (paper protocol), plus the spread
-    of test error over seeds."""
-    if not results:
-        raise CorefreproError(f"{item}: no seed was trained")
-    chosen = min(results, key=lambda m: (-m["dev_acc"], _nan_to(m["dev_loss"]), m["seed"]))
-    errors = [m["test_error"] for m in results if m["test_error"] is not None]
-    out = {
-        "model": chosen["model"],
-        "task": chosen["task"],
-        "dataset": chosen["dataset"],
-        "selected_seed": chosen["seed"],
-        "dev_acc": chosen["dev_acc"],
-        "dev_error": chosen["dev_error"],
-        "test_acc": chosen["test_acc"],
-        "test_error": chosen["test_error"],
-        "test_n": chosen["test_n"],
-        "dev_n": chosen["dev_n"],
-        "best_epoch": chosen["best_epoch"],
-        "epochs_run": chosen["epochs_run"],
-        "seeds": len(results),
-        "device": chosen.get("device"),
-        "test_error_mean": float(np.mean(errors)) if errors else None,
-        "test_error_std": float(np.std(errors)) if errors else None,
-        # timings go to logs/timings (storage.write_metrics); collected seeds have none
-        "wall_time_s": round(sum(m.get("wall_time_s") or 0.0 for m in results), 2),
-        **{k: chosen[k] for k in ("subsets", "split_notes", *GRAPH_VARIANT_KEYS) if chosen.get(k)},
-        "per_seed": {str(m["seed"]): {k: m[k] for k in PER_SEED_KEYS if k in m} for m in results},
-    }
-    return jsonable(out)
+def nan_to(x: float | None, value: float = math.inf) -> float:
+    """x, or `value` where x is None or NaN (a loss that ranks last)."""
+    return value if x is None or math.isnan(x) else x
 
 
 __all__ = [
     "CheckpointMismatchError",
     "build_model",
+    "check_split",
     "checkpoint_config",
     "evaluate",
     "load_checkpoint",
@@ -937,8 +763,6 @@ __all__ = [
     "BEST",
     "HISTORY",
     "subset_metrics",
-    "summarize",
     "train_and_evaluate",
-    "train_seed",
-    "train_seeds_stacked",
+    "train_stacked",
 ]

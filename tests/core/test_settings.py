@@ -501,7 +501,7 @@ def test_a_subclass_default_keeps_the_base_bounds():
 
 def test_a_bad_key_every_model_entry_inherits_is_reported_once():
     """Issue #59 row 7: train_mage.train is parsed per model entry; the problem prints once."""
-    from models.mage.train import TrainMageSettings
+    from flows.train_mage import TrainMageSettings
     from tasks.core.settings import ConfigError, parse_settings
 
     data = {"models": {"a": {"reader": "bigru"}, "b": {"reader": "ga"}},

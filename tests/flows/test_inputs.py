@@ -55,7 +55,7 @@ def test_a_mage_model_entry_depends_on_its_own_graph_run(tmp_path, monkeypatch):
 def test_training_items_depend_on_their_inputs_file_not_on_whole_folders():
     stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
     deps = {name: (stage.get("do") or stage)["deps"] for name, stage in stages.items()}
-    assert deps["train_coref"][0] == "data/inputs/train_coref/${item}.json"
+    assert deps["train_coref"][0] == "data/inputs/train_coref/${key}.json"
     assert "data/inputs/train_mage/${item.model}.json" in deps["train_mage"]
     for name in ("train_coref", "train_stanza_coref", "train_mage"):
         assert not {"data/docs", "data/features", "data/graphs"} & set(deps[name]), name

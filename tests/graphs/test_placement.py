@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from flows import train_mage as mage_stage
+from tasks.core.settings import parse_settings
 from tasks.graphs import stage
 from tasks.graphs.dags import (
     GraphError,
@@ -98,7 +100,6 @@ def test_build_graphs_with_sentence_placement():
 
 def test_a_reader_model_entry_reads_its_own_graph_run(monkeypatch, tmp_path):
     """train_mage.models.<model>-sentence: {data: <run>-sentence} trains beside the paper's."""
-    from models.mage import train as tr
 
     settings = {
         "data": "babi",
@@ -109,7 +110,7 @@ def test_a_reader_model_entry_reads_its_own_graph_run(monkeypatch, tmp_path):
     from tasks.core import config
 
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
-    cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    cfg = parse_settings(mage_stage.TrainMageSettings, settings, "train_mage")
     item = plan(cfg, "m-sentence", "qa2")
     assert item.graphs == str(tmp_path / "data/graphs/babi-sentence/graphs.parquet")
     assert "data" not in item.model_cfg

@@ -364,3 +364,26 @@ def test_glove_by_name_is_extracted_from_the_downloaded_archive(monkeypatch, tmp
     monkeypatch.setattr(coref_data, "GLOVE_NAMES", names)
     path, note = resolve_vectors("glove.6B.50d", DownloadSettings(cache_dir=str(tmp_path / "c")))
     assert path.read_text() == "bread 0.5 0.25\n" and "sha256" in note
+
+
+def test_the_stage_items_are_the_keys_of_train_coref_encoders_only(monkeypatch, capsys):
+    """Issue #54.4: coref's item list lives in params.yaml train_coref.encoders alone: dvc.yaml's
+    train_coref and inputs_train_coref iterate over it, and the command line takes any key of it
+    and refuses another with one line naming the setting (no list of its own)."""
+    import yaml
+
+    import flows.train_coref as flow
+    from tests.conftest import REPO_ROOT
+
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    for stage in ("train_coref", "inputs_train_coref"):
+        assert stages[stage]["foreach"] == "${train_coref.encoders}", stage
+    settings = {"corpora": ["handmade"], "model": TINY, "encoders": {"baseline": {}, "lsl": {}}}
+    parsed = parse_settings(flow.TrainCorefSettings, settings, "train_coref")
+    monkeypatch.setattr(flow, "settings", lambda: parsed)
+    with pytest.raises(SystemExit) as exc:
+        flow.main(["--encoder", "asl"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: params.yaml train_coref.encoders: no 'asl'; known: "
+                   "['baseline', 'lsl']")  # fmt: skip

@@ -11,9 +11,10 @@ import math
 import pytest
 import torch
 
+from flows import train_mage as mage_stage
 from models.mage import train as tr
 from models.mage.readers import BiGRUReader, GAReader, collate_graphs, glorot_init_
-from tasks.core.settings import ConfigError
+from tasks.core.settings import ConfigError, parse_settings
 from tests.models.mage.test_readers import EXAMPLES, VOCAB, example
 from tests.models.mage.test_train import FAST, TINY, graphs, syn1  # noqa: F401 (fixtures)
 
@@ -56,7 +57,7 @@ def test_in_the_stage_the_recipe_overrides_the_global_train_but_not_the_models_o
     }
     from flows.train_mage import plan
 
-    cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    cfg = parse_settings(mage_stage.TrainMageSettings, settings, "train_mage")
     plain = plan(cfg, "plain", "qa2").train
     assert plain.lr == 0.001 and plain.clip == 5.0
     authors = plan(cfg, "authors", "qa2").train

@@ -9,11 +9,13 @@ import json
 import pytest
 import torch
 
+from flows import train_mage as mage_stage
 from models.mage import train as tr
 from models.mage.data import load_reader_data
 from models.mage.mage_gru import MAGEGRU
 from models.mage.stacked import StackedGRU, StackedMAGEGRU
 from tasks.core.checkpoints import load_checkpoint
+from tasks.core.settings import parse_settings
 from tests.models.mage.test_data import build_synthetic_graphs
 
 TINY = {"embed_dim": 12, "hidden_size": 16, "coref_size": 4, "dropout": 0.2}
@@ -147,11 +149,13 @@ def test_stage_with_seeds_stacked_writes_per_seed_artifacts_runs_and_collects(
     from tasks.core import config
 
     monkeypatch.setattr(
-        flow, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+        flow,
+        "settings",
+        lambda: parse_settings(mage_stage.TrainMageSettings, settings, "train_mage"),
     )
     monkeypatch.setattr(flow, "graphs_path", lambda cfg, run=None: graphs)
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
-    monkeypatch.setattr(tr, "train_and_evaluate", None)  # stacked: never the one-seed path
+    monkeypatch.setattr(flow, "train_and_evaluate", None)  # stacked: never the one-seed path
     out = flow.train_mage("bigru+mage", "syn1")
     assert out["seeds"] == 2 and set(out["per_seed"]) == {"1", "2"}
     for seed in (1, 2):

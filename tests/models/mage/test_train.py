@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from flows import train_mage as mage_stage
 from models.mage import train as tr
 from models.mage.data import load_reader_data
 from tasks.core.checkpoints import jsonable
+from tasks.core.settings import parse_settings
 from tasks.core.storage import split_timings
 from tests.models.mage.test_data import build_synthetic_graphs
 
@@ -341,7 +343,9 @@ def _stage_in(tmp_path, settings, graphs, monkeypatch, *, track: bool = False) -
     from tasks.core import config
 
     monkeypatch.setattr(
-        flow, "settings", lambda: tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+        flow,
+        "settings",
+        lambda: parse_settings(mage_stage.TrainMageSettings, settings, "train_mage"),
     )
     monkeypatch.setattr(flow, "graphs_path", lambda cfg, run=None: graphs)
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)  # artifacts/ and metrics/ of the stage
@@ -444,7 +448,7 @@ def test_lambada_run_writes_subsets_and_split_notes_and_logs_them(tmp_path):
     assert logged["all_dev_acc"] == pytest.approx(metrics["dev_acc"])
     assert "context_test_acc" not in logged  # no test split: nothing invented
     # the DVC metrics of the stage carry both, from the selected seed
-    summary = tr.summarize("m-lambada", [{**metrics, "task": "lambada"}])
+    summary = mage_stage.summarize("m-lambada", [{**metrics, "task": "lambada"}])
     assert summary["subsets"] == jsonable(sub) == summary["per_seed"]["1"]["subsets"]
     assert summary["split_notes"] == metrics["split_notes"]
 
@@ -456,7 +460,7 @@ def test_a_coreference_part_as_large_as_the_state_is_refused_before_any_data(tmp
                            "g64": {"encoder": "gru", "coref_size": 64}}}  # fmt: skip
     import flows.train_mage as flow
 
-    cfg = tr.parse_settings(tr.TrainMageSettings, settings, "train_mage")
+    cfg = parse_settings(mage_stage.TrainMageSettings, settings, "train_mage")
     monkeypatch.setattr(flow, "graphs_path", lambda cfg, run=None: tmp_path / "absent.parquet")
     with pytest.raises(tr.ConfigError, match=r"train_mage.models.m64: coref_size 64 must be in"):
         flow.plan(cfg, "m64", "syn1")
