@@ -84,22 +84,25 @@ def download(corpus: str) -> dict[str, str]:
             shared.network,
         )
         fetch.allow_transfers()
-        digests = fetch_file.map_kwargs(
-            (
-                {
-                    "source": src,
-                    "corpus": corpus,
-                    "dest_dir": tmp,
-                    "mirror": mirror,
-                    "mirror_dir": module.MIRROR_DIR,
-                    "network": shared.network and (not src.optional or shared.fetch_optional),
-                    "cache_dir": resolve_path(shared.cache_dir),
-                    "timeout": shared.timeout_s,
-                }
-                for src in sources
-            ),
-            on_abort=fetch.stop_transfers,  # Ctrl-C: the transfers stop, their .part kept
-        )
+        try:
+            digests = fetch_file.map_kwargs(
+                (
+                    {
+                        "source": src,
+                        "corpus": corpus,
+                        "dest_dir": tmp,
+                        "mirror": mirror,
+                        "mirror_dir": module.MIRROR_DIR,
+                        "network": shared.network and (not src.optional or shared.fetch_optional),
+                        "cache_dir": resolve_path(shared.cache_dir),
+                        "timeout": shared.timeout_s,
+                    }
+                    for src in sources
+                ),
+                on_abort=fetch.stop_transfers,  # Ctrl-C: the transfers stop, their .part kept
+            )
+        finally:  # the stop ends this map's transfers only, never a later download's
+            fetch.allow_transfers()
         skipped = [src.relpath for src, d in zip(sources, digests, strict=True) if d is None]
         if skipped:
             log.info(

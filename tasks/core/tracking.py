@@ -581,30 +581,58 @@ _ABSENT = object()
 def preset_of(params_path: Path | None = None) -> tuple[str, str, str]:
     """(preset, scale, smoke) whose overrides params.yaml holds (`-S key=value` as DVC applies
     them to HEAD's params.yaml; further overrides of one's own allowed), the most specific
-    when several do; NO_EXPERIMENT thrice when none does, or when it cannot be said."""
+    when several do; NO_EXPERIMENT thrice when none does, or when it cannot be said.
+
+    Matching every preset and scale takes seconds; the stages of one experiment share the
+    answer through a file in the system's temp folder keyed by what it depends on."""
+    import tempfile
+
     from tasks.core import presets
     from tasks.core.config import PARAMS_FILE, load_yaml
 
     none = (NO_EXPERIMENT, NO_EXPERIMENT, NO_EXPERIMENT)
     try:
         base_text = presets.committed_params(REPO_ROOT)
-        here = _flatten(load_yaml((params_path or PARAMS_FILE).read_text(encoding="utf-8")))
+        here_text = (params_path or PARAMS_FILE).read_text(encoding="utf-8")
+        here = _flatten(load_yaml(here_text))
         base = _flatten(load_yaml(base_text))
         if here == base:
             return none  # the committed settings: no preset's overrides are applied
-        best: list[tuple[int, str, str, str]] = []
-        for name in presets.names():
-            preset = presets.load(name)
-            for scale in preset.scales:
-                for smoke in (False, True):
-                    wanted = _applied(base_text, preset.overrides_for(scale, smoke))
-                    keys = {k for k in {*base, *wanted}
-                            if base.get(k, _ABSENT) != wanted.get(k, _ABSENT)}  # fmt: skip
-                    if keys and all(here.get(k, _ABSENT) == wanted.get(k, _ABSENT) for k in keys):
-                        best.append((len(keys), name, scale, str(smoke).lower()))
+        key = hashlib.sha256("\0".join(
+            [here_text, base_text, Path(__file__).read_text(encoding="utf-8")]
+            + [p.read_text(encoding="utf-8") for p in sorted(presets.PRESETS_DIR.glob("*.yaml"))]
+        ).encode()).hexdigest()  # fmt: skip
+        memo = Path(tempfile.gettempdir()) / f"corefrepro-preset-{key[:32]}.json"
+        with contextlib.suppress(OSError, ValueError):
+            return tuple(json.loads(memo.read_text(encoding="utf-8")))  # type: ignore[return-value]
+        found = _best_preset(here, base, base_text)
+        with contextlib.suppress(OSError):
+            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(found), encoding="utf-8")
+            os.replace(tmp, memo)
+        return found
     except Exception as exc:  # noqa: BLE001 - a tag must never fail a stage
         log.debug("preset of params.yaml: %s", exc)
         return none
+
+
+def _best_preset(
+    here: dict[str, Any], base: dict[str, Any], base_text: str
+) -> tuple[str, str, str]:
+    """preset_of's match over every preset, scale and smoke overlay."""
+    from tasks.core import presets
+
+    none = (NO_EXPERIMENT, NO_EXPERIMENT, NO_EXPERIMENT)
+    best: list[tuple[int, str, str, str]] = []
+    for name in presets.names():
+        preset = presets.load(name)
+        for scale in preset.scales:
+            for smoke in (False, True):
+                wanted = _applied(base_text, preset.overrides_for(scale, smoke))
+                keys = {k for k in {*base, *wanted}
+                        if base.get(k, _ABSENT) != wanted.get(k, _ABSENT)}  # fmt: skip
+                if keys and all(here.get(k, _ABSENT) == wanted.get(k, _ABSENT) for k in keys):
+                    best.append((len(keys), name, scale, str(smoke).lower()))
     if not best:
         return none
     top = max(b[0] for b in best)
@@ -667,7 +695,7 @@ HEADLINE_METRIC = "headline"
 HEADLINES = {
     "train_mage": Headline("test_error", 100.0, "%", "test error rate (report Table 1)"),
     "train_coref": Headline("final_test_conll_f1", 100.0, "%", "test CoNLL F1"),
-    "train_entitynlm": Headline("final_test_ppl", 1.0, "perplexity", "test perplexity"),
+    "train_entitynlm": Headline("final_test_ppl", 1.0, "ppl", "test perplexity"),
 }
 _headline_runs: dict[str, Headline] = {}  # run id -> its stage's headline
 

@@ -615,3 +615,28 @@ def test_the_mlflow_docs_describe_what_a_fresh_clone_shows():
     headline = text.split("**The headline column.**")[1].split("\n\n")[0]
     assert f"**`{tracking.HEADLINE_METRIC}`**" in headline
     assert all(f"`{stage}`" in headline for stage in tracking.HEADLINES)
+
+
+def test_the_stages_of_one_experiment_match_the_presets_once(tmp_path, monkeypatch):
+    """Issue #59 row 21: matching params.yaml against every preset took seconds in every
+    stage process of an experiment; the stages now share the answer (a file in the temp
+    folder keyed by params.yaml, HEAD's params and the presets)."""
+    import tempfile
+
+    from tasks.core import presets, tracking
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    params = tmp_path / "params.yaml"
+    base = presets.committed_params(tracking.REPO_ROOT)
+    params.write_text(base.replace("seeds: [1]", "seeds: [1, 7]", 1), encoding="utf-8")
+    assert params.read_text(encoding="utf-8") != base
+    calls = []
+    real = tracking._best_preset
+    monkeypatch.setattr(tracking, "_best_preset", lambda *a: calls.append(1) or real(*a))
+    answers = []
+    for _ in range(2):  # two stage processes of one experiment: the in-process cache cleared
+        tracking.preset_of.cache_clear()
+        answers.append(tracking.preset_of(params))
+    assert calls == [1] and answers[0] == answers[1]
+    assert list(tmp_path.glob("corefrepro-preset-*.json"))
+    tracking.preset_of.cache_clear()

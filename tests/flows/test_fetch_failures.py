@@ -72,6 +72,21 @@ def test_with_the_network_on_the_missing_mirror_is_said_once(no_mirror, caplog, 
     assert no_mirror and all(kw["mirror"] is None for kw in no_mirror)
 
 
+def test_a_failed_download_stops_its_own_transfers_only(no_mirror, monkeypatch):
+    """A download whose first file fails stops the transfers still running (on_abort), and
+    only those: a later download in the same process (a Prefect worker, the test session)
+    fetched nothing once the stop had been left set."""
+    config.params("download")["network"] = True
+
+    def fail(**kw):
+        raise MissingSourceError(f"{kw['source'].relpath}: missing")
+
+    monkeypatch.setattr(download_flow.fetch_file, "fn", fail)
+    with pytest.raises(MissingSourceError):
+        download_flow.download("babi")
+    fetch._check_stop("a later transfer")  # raises TransferStopped while the stop is set
+
+
 def test_ctrl_c_in_a_threaded_map_asks_the_running_calls_to_stop(monkeypatch, request):
     """Issue #59 row 19: Ctrl-C while the download's threads fetched waited for every running
     file (~28 s from a slow mirror); the map now calls on_abort (fetch.stop_transfers) first."""
