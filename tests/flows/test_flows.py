@@ -64,10 +64,7 @@ def test_process_runner_maps_in_order_with_progress(tmp_path, monkeypatch):
     from tasks.core.fetch import sha256_of
 
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
-    paths = []
-    for i in range(4):
-        paths.append(tmp_path / f"f{i}")
-        paths[-1].write_bytes(bytes([i]) * (i + 1))
+    paths = _small_files(tmp_path, 4)
     hashed = task(sha256_of, name="hash")
     seen: list[int] = []
 
@@ -77,6 +74,14 @@ def test_process_runner_maps_in_order_with_progress(tmp_path, monkeypatch):
 
     assert hash_all() == [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
     assert sorted(seen) == [0, 1, 2, 3]
+
+
+def _small_files(folder, n: int) -> list:
+    """n files of distinct bytes, f0..f{n-1}: work for the mapped hash tests."""
+    paths = [folder / f"f{i}" for i in range(n)]
+    for i, path in enumerate(paths):
+        path.write_bytes(bytes([i]) * (i + 1))
+    return paths
 
 
 def test_dask_runner_without_an_address_maps_on_a_local_cluster(tmp_path, monkeypatch):
@@ -90,10 +95,7 @@ def test_dask_runner_without_an_address_maps_on_a_local_cluster(tmp_path, monkey
     from tasks.core.fetch import sha256_of
 
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
-    paths = []
-    for i in range(3):
-        paths.append(tmp_path / f"f{i}")
-        paths[-1].write_bytes(bytes([i]) * (i + 1))
+    paths = _small_files(tmp_path, 3)
     hashed = task(sha256_of, name="hash")
     pid = task(os.getpid, name="pid")
 
