@@ -70,6 +70,7 @@ from typing import Literal
 
 from tasks.core.config import REPO_ROOT, read_yaml
 from tasks.core.errors import CorefreproError
+from tasks.core.numerics import PARAM as NUMERICS_PARAM
 from tasks.core.settings import ConfigError, key_path, parse_settings
 
 PRESETS_DIR = REPO_ROOT / "presets"
@@ -162,7 +163,10 @@ class Preset:
     def overrides_for(self, scale: Scale, smoke: bool = False) -> list[str]:
         """The scale's overrides; with *smoke*, then `~key` for each key they add (`+key=`:
         the mirror's runs, whose stages would feed the whole-directory deps of some targets)
-        and the smoke overlay."""
+        and the smoke overlay. A smoke run keeps the workspace's `numerics`: every stage
+        tracks the mode, so a native smoke would rebuild the whole embedded pipeline upstream
+        of its targets (coreference training, annotation, graphs: minutes per preset) to
+        check one batch; the mode changes last bits, not what runs."""
         if scale not in self.scales:
             raise CorefreproError(f"scale {scale!r}: this preset's scales are "
                                   f"{', '.join(self.scales)}")  # fmt: skip
@@ -170,7 +174,8 @@ class Preset:
         if not smoke:
             return own
         added = [o[1:].split("=", 1)[0] for o in own if o.startswith("+")]
-        return [*own, *(f"~{key}" for key in added), *self.smoke.overrides]
+        kept = [o for o in own if o.split("=", 1)[0] != NUMERICS_PARAM]
+        return [*kept, *(f"~{key}" for key in added), *self.smoke.overrides]
 
     def targets_for(self, smoke: bool = False) -> list[str]:
         """The preset's targets, then the stage that writes the DVC metrics (REPORT_STAGE):
