@@ -30,7 +30,7 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
 
 Every preset sets `numerics=native` (issue #57.1): its outputs are never the committed lock, so
 it runs the host's fastest kernels; `-- -S numerics=portable` runs it on the pinned path
-(docs/reproducibility.md).
+(docs/reproducibility.md). A smoke run keeps the workspace's mode (`Preset.overrides_for`).
 
     uv run python -m tasks.core.presets list     # a line per preset and scale, then the detail
     uv run python -m tasks.core.presets show entitynlm-prediction --scale paper
