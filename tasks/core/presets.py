@@ -30,7 +30,8 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
 
 Every preset sets `numerics=native` (issue #57.1): its outputs are never the committed lock, so
 it runs the host's fastest kernels; `-- -S numerics=portable` runs it on the pinned path
-(docs/reproducibility.md). A smoke run keeps the workspace's mode (`Preset.overrides_for`).
+(docs/reproducibility.md). A smoke run keeps the workspace's mode and every other upstream
+setting (`Preset.overrides_for`).
 
     uv run python -m tasks.core.presets list     # a line per preset and scale, then the detail
     uv run python -m tasks.core.presets show entitynlm-prediction --scale paper
@@ -70,7 +71,6 @@ from typing import Literal
 
 from tasks.core.config import REPO_ROOT, read_yaml
 from tasks.core.errors import CorefreproError
-from tasks.core.numerics import PARAM as NUMERICS_PARAM
 from tasks.core.settings import ConfigError, key_path, parse_settings
 
 PRESETS_DIR = REPO_ROOT / "presets"
@@ -161,21 +161,23 @@ class Preset:
             raise ConfigError(problems)
 
     def overrides_for(self, scale: Scale, smoke: bool = False) -> list[str]:
-        """The scale's overrides; with *smoke*, then `~key` for each key they add (`+key=`:
-        the mirror's runs, whose stages would feed the whole-directory deps of some targets)
-        and the smoke overlay. A smoke run keeps the workspace's `numerics`: every stage
-        tracks the mode, so a native smoke would rebuild the whole embedded pipeline upstream
-        of its targets (coreference training, annotation, graphs: minutes per preset) to
-        check one batch; the mode changes last bits, not what runs."""
+        """The scale's overrides; with *smoke*, those of the smoke targets' own params sections,
+        then the smoke overlay. A smoke run checks the preset's own stages at the scale's
+        settings; everything upstream stays the embedded default's, which the workspace has
+        built, so DVC reruns the targets and not the pipeline before them (a preset's upstream
+        settings -- the mirror's corpora and runs, the coreference model CoreLM reads, its
+        `numerics` -- would rebuild minutes of it to check one batch). Keys the scale adds
+        (`+key=`) name the mirror's runs: a smoke run leaves them out."""
         if scale not in self.scales:
             raise CorefreproError(f"scale {scale!r}: this preset's scales are "
                                   f"{', '.join(self.scales)}")  # fmt: skip
         own = [*self.overrides, *self.scales[scale].overrides]
         if not smoke:
             return own
-        added = [o[1:].split("=", 1)[0] for o in own if o.startswith("+")]
-        kept = [o for o in own if o.split("=", 1)[0] != NUMERICS_PARAM]
-        return [*kept, *(f"~{key}" for key in added), *self.smoke.overrides]
+        sections = {target.split("@", 1)[0] for target in self.smoke.targets}
+        kept = [o for o in own
+                if not o.startswith("+") and o.split("=", 1)[0].split(".")[0] in sections]  # fmt: skip
+        return [*kept, *self.smoke.overrides]
 
     def targets_for(self, smoke: bool = False) -> list[str]:
         """The preset's targets, then the stage that writes the DVC metrics (REPORT_STAGE):
