@@ -27,7 +27,6 @@ the report's "corelm" cell, never "corelm+coref".
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import sys
@@ -144,7 +143,7 @@ def _device(value: str | None) -> str | None:
 def _takes(name: str, key: str) -> bool:
     """Whether the factory registered as *name* takes the keyword *key* (or any keyword)."""
     if name in LANGUAGE_MODELS:
-        importlib.import_module(LANGUAGE_MODELS[name])
+        LANGUAGE_MODELS[name]  # its module registers it
     factory = lm_factory(name)
     if factory is None:
         return False  # language_model then says the name is unknown

@@ -13,36 +13,43 @@ code does not load the others (torch models, tokenizers):
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 
-from tasks.core.errors import CorefreproError
+from tasks.core.registry import Registry
 from tasks.evaluation.lm import LanguageModel, UnknownLMError, get_lm
 from tasks.training.family import Family
 
-FAMILIES: dict[str, str] = {
-    "mage": "flows.train_mage",  # Dhingra et al. 2018: MAGE-GRU readers (the stage module)
-    "coref": "models.coref.family",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
-    "entitynlm": "models.entitynlm.family",  # Ji et al. 2017: EntityNLM, RNNLM baseline
-    "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
-}
+FAMILIES: Registry[Family] = Registry(
+    "model family",
+    {
+        "mage": "flows.train_mage",  # Dhingra et al. 2018: MAGE-GRU readers (the stage module)
+        "coref": "models.coref.family",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
+        "entitynlm": "models.entitynlm.family",  # Ji et al. 2017: EntityNLM, RNNLM baseline
+        "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
+    },
+    attribute="FAMILY",
+)
 
-LANGUAGE_MODELS: dict[str, str] = {
-    "corelm": "models.corelm.lm",  # a causal LM with or without Entity-Gating (all of Table 1-2)
-    "rnnlm": "models.entitynlm.lm",  # Ji et al. 2017 Table 1: the LSTM baseline
-    "entitynlm": "models.entitynlm.lm",  # Ji et al. 2017 Eq. 11: the IS marginal
-    "5gram": "models.entitynlm.ngram",  # Ji et al. 2017 Table 1: modified Kneser-Ney (KenLM)
-    "table": "tasks.evaluation.lm",  # the reference implementation (a fixed n-gram table)
-}
+# importing a module registers its LMs with tasks.evaluation.lm (register_lm)
+LANGUAGE_MODELS: Registry[ModuleType] = Registry(
+    "language model",
+    {
+        "corelm": "models.corelm.lm",  # a causal LM with or without Entity-Gating (all of Table 1-2)
+        "rnnlm": "models.entitynlm.lm",  # Ji et al. 2017 Table 1: the LSTM baseline
+        "entitynlm": "models.entitynlm.lm",  # Ji et al. 2017 Eq. 11: the IS marginal
+        "5gram": "models.entitynlm.ngram",  # Ji et al. 2017 Table 1: modified Kneser-Ney (KenLM)
+        "table": "tasks.evaluation.lm",  # the reference implementation (a fixed n-gram table)
+    },
+    error=UnknownLMError,
+)
 
 
 def names() -> list[str]:
-    return sorted(FAMILIES)
+    return FAMILIES.names()
 
 
 def get(name: str) -> Family:
-    if name not in FAMILIES:
-        raise CorefreproError(f"unknown model family '{name}'; known: {', '.join(names())}")
-    return importlib.import_module(FAMILIES[name]).FAMILY
+    return FAMILIES[name]
 
 
 def reports() -> list[str]:
@@ -55,14 +62,11 @@ def reports() -> list[str]:
 
 
 def language_models() -> list[str]:
-    return sorted(LANGUAGE_MODELS)
+    return LANGUAGE_MODELS.names()
 
 
 def language_model(name: str, /, **kwargs: object) -> LanguageModel:
     """Build the LM registered as *name* (its module imported first) with *kwargs*: the
     in-memory parts a stage holds, or `checkpoint=` a trained artifact (each factory says)."""
-    if name not in LANGUAGE_MODELS:
-        known = ", ".join(language_models())
-        raise UnknownLMError(f"no language model {name!r}; known: {known}")
-    importlib.import_module(LANGUAGE_MODELS[name])
+    LANGUAGE_MODELS[name]  # its module registers it
     return get_lm(name, **kwargs)

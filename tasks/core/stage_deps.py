@@ -149,7 +149,10 @@ def registry_dict(root: Path, name: str) -> dict[str, str]:
         if isinstance(node, ast.AnnAssign | ast.Assign):
             targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
             if any(getattr(t, "id", None) == name for t in targets):
-                return ast.literal_eval(node.value)
+                value = node.value  # a dict, or Registry(kind, {name: module}, ...)
+                if isinstance(value, ast.Call):
+                    value = next(a for a in value.args if isinstance(a, ast.Dict))
+                return ast.literal_eval(value)
     raise LookupError(f"{root / LM_REGISTRY}: no {name} dict")
 
 

@@ -2,35 +2,34 @@
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-from tasks.core.errors import CorefreproError
+from tasks.core.registry import Registry
 
-# name -> module under tasks.corpora (shared parsers live in conll.py, wikitext.py)
-REGISTRY: dict[str, str] = {
-    # embedded default: made by the project, no network needed
-    "synthetic": "synthetic",
-    "handmade": "handmade",
-    # real corpora
-    "babi": "babi",
-    "lambada": "lambada",
-    "cbt": "cbt",
-    "wikitext2": "wikitext2",
-    "wikitext103": "wikitext103",
-    "cnn": "cnn",
-    "inscript": "inscript",
-    "gum": "gum",
-    "litbank": "litbank",
-    "amalgum": "amalgum",
-    "ontonotes": "ontonotes",
-}
+# name -> its module (shared parsers live in conll.py, wikitext.py)
+REGISTRY: Registry[ModuleType] = Registry(
+    "corpus",
+    {
+        # embedded default: made by the project, no network needed
+        "synthetic": "tasks.corpora.synthetic",
+        "handmade": "tasks.corpora.handmade",
+        # real corpora
+        "babi": "tasks.corpora.babi",
+        "lambada": "tasks.corpora.lambada",
+        "cbt": "tasks.corpora.cbt",
+        "wikitext2": "tasks.corpora.wikitext2",
+        "wikitext103": "tasks.corpora.wikitext103",
+        "cnn": "tasks.corpora.cnn",
+        "inscript": "tasks.corpora.inscript",
+        "gum": "tasks.corpora.gum",
+        "litbank": "tasks.corpora.litbank",
+        "amalgum": "tasks.corpora.amalgum",
+        "ontonotes": "tasks.corpora.ontonotes",
+    },
+    setting="params.yaml corpora",
+)
 
 
 def get(name: str) -> ModuleType:
     """The corpus module for *name*."""
-    if name not in REGISTRY:
-        raise CorefreproError(
-            f"unknown corpus '{name}' (params.yaml 'corpora'); known: {', '.join(sorted(REGISTRY))}"
-        )
-    return importlib.import_module(f"tasks.corpora.{REGISTRY[name]}")
+    return REGISTRY[name]

@@ -56,6 +56,7 @@ from numbers import Integral
 from typing import Literal
 
 from tasks.core.errors import CorefreproError
+from tasks.core.registry import Registry
 
 TokenRequest = tuple[Sequence[int], Sequence[int]]  # (context ids, continuation ids)
 BLANK = "XXXXX"  # the CBT blank (Hill et al. 2015), as in tasks/corpora/cbt.py
@@ -252,7 +253,7 @@ def token_windows(
 # A family registers a factory (a LanguageModel subclass or a function returning one) in its own
 # module; the registry knows a family once that module has been imported.
 
-_REGISTRY: dict[str, Callable[..., LanguageModel]] = {}
+_REGISTRY: Registry[Callable[..., LanguageModel]] = Registry("language model", error=UnknownLMError)
 
 
 def register_lm(
@@ -269,8 +270,7 @@ def register_lm(
                 f"language model {name!r} is already registered (by {_qualname(known)}); "
                 f"{_qualname(factory)} cannot take the name"
             )
-        _REGISTRY[name] = factory
-        return factory
+        return _REGISTRY.register(name, factory)
 
     return register
 
@@ -298,7 +298,7 @@ def lm_factory(name: str) -> Callable[..., LanguageModel] | None:
 
 def available_lms() -> tuple[str, ...]:
     """The registered names, sorted."""
-    return tuple(sorted(_REGISTRY))
+    return tuple(_REGISTRY.names())
 
 
 def _qualname(factory: Callable) -> str:

@@ -75,6 +75,7 @@ from typing import Any
 import pyarrow as pa
 
 from tasks.core.errors import CorefreproError
+from tasks.core.registry import Registry
 from tasks.core.splits import seeded_rng
 
 Span = tuple[int, int, int]  # (start, end exclusive, cluster)
@@ -262,7 +263,9 @@ def with_placement(edge_types: Sequence[str | EdgeType], placement: str) -> list
     return [COREFERENCE_SENTENCE if et == "coreference" else et for et in edge_types]
 
 
-EDGE_TYPES: dict[str, EdgeType] = {}
+EDGE_TYPES: Registry[EdgeType] = Registry(
+    "edge type", setting="params.yaml graphs.edge_types", error=GraphError
+)
 
 
 def register_edge_type(edge_type: EdgeType, *, replace: bool = False) -> None:
@@ -274,7 +277,7 @@ def register_edge_type(edge_type: EdgeType, *, replace: bool = False) -> None:
         raise GraphError(f"edge type '{edge_type.name}' is already registered")
     if edge_type.name == edge_type.inverse or {edge_type.name, edge_type.inverse} & taken:
         raise GraphError(f"edge type names {edge_type.name!r}/{edge_type.inverse!r} clash")
-    EDGE_TYPES[edge_type.name] = edge_type
+    EDGE_TYPES.register(edge_type.name, edge_type, replace=True)  # the clashes checked above
 
 
 register_edge_type(
@@ -295,10 +298,8 @@ def resolve_edge_types(edge_types: Sequence[str | EdgeType]) -> list[EdgeType]:
     for et in edge_types:
         if isinstance(et, EdgeType):
             out.append(et)
-        elif et in EDGE_TYPES:
-            out.append(EDGE_TYPES[et])
         else:
-            raise GraphError(f"unknown edge type {et!r}; registered: {sorted(EDGE_TYPES)}")
+            out.append(EDGE_TYPES[et])  # an unknown name: GraphError naming the setting
     names = [n for et in out for n in (et.name, et.inverse)]
     if len(set(names)) != len(names):
         raise GraphError(f"edge types listed twice or clashing: {names}")

@@ -6,6 +6,7 @@ from fractions import Fraction as F
 
 import pytest
 
+from tasks.core.registry import Registry
 from tasks.evaluation import lm as lm_module
 from tasks.evaluation.lm import TableLM
 
@@ -45,8 +46,8 @@ def bigram() -> TableLM:
 
 
 @pytest.fixture
-def empty_registry(monkeypatch: pytest.MonkeyPatch) -> dict:
+def empty_registry(monkeypatch: pytest.MonkeyPatch) -> Registry:
     """A fresh, empty LM registry for the test (the module's own is restored after it)."""
-    registry: dict = {}
+    registry: Registry = Registry("language model", error=lm_module.UnknownLMError)
     monkeypatch.setattr(lm_module, "_REGISTRY", registry)
     return registry

@@ -122,7 +122,7 @@ def test_edge_type_registry_is_extensible(monkeypatch):
             last[tok] = t
         return edges
 
-    monkeypatch.setattr(graphs, "EDGE_TYPES", dict(graphs.EDGE_TYPES))
+    monkeypatch.setattr(graphs, "EDGE_TYPES", graphs.EDGE_TYPES.copy())
     graphs.register_edge_type(EdgeType("same_word", "same_word_inverse", same_word))
     with pytest.raises(GraphError, match="already registered"):
         graphs.register_edge_type(EdgeType("same_word", "x", same_word))

@@ -11,8 +11,8 @@ settings merged over them); each module rejects keys it does not know.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from tasks.annotation.annotators.base import (
@@ -24,26 +24,28 @@ from tasks.annotation.annotators.base import (
     check_settings,
     link_queries,
 )
-from tasks.core.errors import CorefreproError
+from tasks.core.registry import Registry
 
-MODULES: dict[str, str] = {
-    "gold": "tasks.annotation.annotators.gold",
-    "entity-id": "tasks.annotation.annotators.entity_id",
-    "stanza": "tasks.annotation.annotators.stanza_coref",
-    "model": "tasks.annotation.annotators.model",
-}
+MODULES: Registry[ModuleType] = Registry(
+    "annotator",
+    {
+        "gold": "tasks.annotation.annotators.gold",
+        "entity-id": "tasks.annotation.annotators.entity_id",
+        "stanza": "tasks.annotation.annotators.stanza_coref",
+        "model": "tasks.annotation.annotators.model",
+    },
+    setting="params.yaml annotate.runs.<run>.annotator",
+)
 
 
 def names() -> list[str]:
-    return sorted(MODULES)
+    return MODULES.names()
 
 
 def check(name: str, cfg: Mapping[str, Any] | None = None) -> None:
     """Refuse unknown or mistyped settings of annotator `name` before any work (the module's
     SETTINGS, parsed strictly; the model annotator also checks its factory allow-list)."""
-    if name not in MODULES:
-        raise CorefreproError(f"unknown annotator '{name}'; known: {', '.join(names())}")
-    module = importlib.import_module(MODULES[name])
+    module = MODULES[name]
     cfg = check_settings(name, dict(cfg or {}), module.SETTINGS)
     if hasattr(module, "check"):
         module.check(cfg)
@@ -51,10 +53,7 @@ def check(name: str, cfg: Mapping[str, Any] | None = None) -> None:
 
 def get(name: str, cfg: Mapping[str, Any] | None = None) -> Annotator:
     """Build the annotator `name` with settings cfg (each module's `build(cfg)`)."""
-    if name not in MODULES:
-        raise CorefreproError(f"unknown annotator '{name}'; known: {', '.join(names())}")
-    module = importlib.import_module(MODULES[name])
-    return module.build(dict(cfg or {}))
+    return MODULES[name].build(dict(cfg or {}))
 
 
 __all__ = [
