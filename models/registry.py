@@ -23,7 +23,7 @@ FAMILIES: dict[str, str] = {
     "mage": "flows.train_mage",  # Dhingra et al. 2018: MAGE-GRU readers (the stage module)
     "coref": "flows.train_coref",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
     "entitynlm": "flows.train_entitynlm",  # Ji et al. 2017: EntityNLM, RNNLM baseline
-    "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
+    "corelm": "flows.train_corelm",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
 }
 
 LANGUAGE_MODELS: dict[str, str] = {
