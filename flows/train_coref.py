@@ -57,9 +57,9 @@ from tasks.core.settings import (
     ConfigError,
     Name,
     bounded,
-    load_stage_settings,
     parse_settings,
     settings_to_dict,
+    stage_settings,
 )
 from tasks.core.tracking import PAPERS
 from tasks.training.family import Family
@@ -112,7 +112,7 @@ class TrainCorefSettings:
 
 def settings() -> TrainCorefSettings:
     """params.yaml train_coref, parsed strictly (the stage's one parse: the flow passes it on)."""
-    return load_stage_settings(TrainCorefSettings, STAGE)
+    return stage_settings(TrainCorefSettings, STAGE)
 
 
 # --------------------------------------------------------------------------- 2-3. plan

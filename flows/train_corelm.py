@@ -51,7 +51,7 @@ from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import mirror_setting
-from tasks.core.settings import WritePath, bounded, load_stage_settings, settings_to_dict
+from tasks.core.settings import WritePath, bounded, settings_to_dict, stage_settings
 from tasks.core.tracking import PAPERS, log_checkpoint, log_metrics, tracked_run
 from tasks.training.family import Family
 from tasks.training.loop import BEST, torch_threads
@@ -95,7 +95,7 @@ class TrainCoreLMSettings:
 
 def settings() -> TrainCoreLMSettings:
     """params.yaml train_corelm, parsed strictly (the stage's one parse: passed on)."""
-    return load_stage_settings(TrainCoreLMSettings, STAGE)
+    return stage_settings(TrainCoreLMSettings, STAGE)
 
 
 # --------------------------------------------------------------------------- 2. paths

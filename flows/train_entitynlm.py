@@ -50,8 +50,8 @@ from tasks.core.settings import (
     ConfigError,
     bounded,
     key_path,
-    load_stage_settings,
     settings_to_dict,
+    stage_settings,
 )
 from tasks.core.storage import write_metrics
 from tasks.core.tracking import PAPERS, log_metrics, tracked_run
@@ -85,7 +85,7 @@ class TrainEntityNLMSettings:
 
 def settings() -> TrainEntityNLMSettings:
     """params.yaml train_entitynlm, parsed strictly (the stage's one parse)."""
-    return load_stage_settings(TrainEntityNLMSettings, STAGE)
+    return stage_settings(TrainEntityNLMSettings, STAGE)
 
 
 # --------------------------------------------------------------------------- 2. paths
