@@ -2,48 +2,183 @@
 
     python -m flows.train_corelm --model corelm     # zeroshot | ft | corelm
 
-params.yaml train_corelm names the backbone (tiny | gpt2 | smollm2 | a directory), the
-training data (annotate runs with a CoreLM view, or corpora with gold mentions), the gating
-and training settings (Stylianou & Vlahavas, App. A) and what to evaluate. The family
-(models/corelm, found through models/registry.py) trains and evaluates the model; this stage
-parses the section, prepares the backbone and data and places and records the run:
-artifacts/train_corelm/<model>/ (best.pt, history.json, items.json: per-item LAMBADA / CBT
-correctness for paired t-tests) and metrics/train_corelm/<model>.json; the fine-tuned models
-are MLflow runs train_corelm@<model>/seed<k> in the experiment train_corelm.
+Layout (issue #54.4): this module is the stage's one home, read top to bottom:
+
+1. its settings section, params.yaml `train_corelm` (TrainCoreLMSettings): the backbone
+   (tiny | gpt2 | smollm2 | a directory), the training data (annotate runs with a CoreLM
+   view, or corpora with gold mentions), the gating and training settings (Stylianou &
+   Vlahavas, App. A) and what to evaluate, typed and parsed once per stage run (`settings()`);
+2. its paths: artifacts/train_corelm/<model>/ (best.pt, history.json, items.json: per-item
+   LAMBADA / CBT correctness for paired t-tests) and metrics/train_corelm/<model>.json;
+3. its plan: the backbone and the CoreLM view windows, prepared once (`prepare_data`, sizes
+   checked against the backbone);
+4. its outputs: the params of a model's MLflow run (train_corelm@<model>/seed<k> in the
+   experiment train_corelm; zeroshot trains nothing and has none) and the summary;
+5. the family declaration (FAMILY, found through models/registry.py) and the flows.
+
+The library, models/corelm/ (train.py: the gating, train and eval settings, CoreLMRecipe,
+train_and_evaluate; backbone.py, model.py, evaluate.py), takes arguments: it reads no
+params.yaml and logs nothing to MLflow.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from flows.runtime import flow, run_cli, task, torchrun
-from models import registry
-from models.corelm.train import MODELS, TrainCoreLMSettings, check_model, prepare_data, run_params
+from models.corelm.backbone import Backbone, TinySettings
+from models.corelm.train import (
+    MODELS,
+    CoreLMData,
+    CoreLMRecipe,
+    CoreLMTrain,
+    EvalSettings,
+    GatingSettings,
+    build_backbone,
+    check_model,
+    check_sizes,
+    load_data,
+    tiny_size_problems,
+    train_and_evaluate,
+)
+from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
+from tasks.core.errors import CorefreproError
 from tasks.core.fetch import mirror_setting
-from tasks.core.tracking import log_checkpoint, log_metrics, tracked_run
-from tasks.training.loop import BEST
-from tasks.training.stage import load_settings, record_history, write_summary
+from tasks.core.settings import WritePath, bounded, settings_to_dict, stage_settings
+from tasks.core.tracking import PAPERS, log_checkpoint, log_metrics, tracked_run
+from tasks.training.family import Family
+from tasks.training.loop import BEST, torch_threads
+from tasks.training.stage import record_history, write_summary
 
-FAMILY = registry.get("corelm")
-STAGE = FAMILY.stage
+STAGE = "train_corelm"
+
+# --------------------------------------------------------------------------- 1. settings
+
+
+@dataclass
+class TrainCoreLMSettings:
+    """params.yaml train_corelm."""
+
+    backbone: str = "tiny"  # tiny | gpt2 | smollm2 | <directory>
+    tiny: TinySettings = field(default_factory=TinySettings)
+    data: list[str] = bounded(["synthetic-gold", "handmade-gold"], min_items=1)
+    models: list[str] = bounded(list(MODELS), min_items=1)
+    gating: GatingSettings = field(default_factory=GatingSettings)
+    train: CoreLMTrain = field(default_factory=CoreLMTrain)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    cache_dir: WritePath = "data/cache/pretrained"  # converted backbones (not a DVC output)
+
+    def validate(self, path: str) -> None:
+        from tasks.core.settings import ConfigError
+
+        problems = []
+        bad = [m for m in self.models if m not in MODELS]
+        if bad:
+            problems.append(f"{path}.models: {bad} not in {list(MODELS)}")
+        if self.train.mode == "cached" and self.train.ft_backbone == "full":
+            problems.append(f"{path}.train.ft_backbone: full needs mode paper (cached mode "
+                            "trains on cached final hidden states)")  # fmt: skip
+        if self.eval.heldout_split == "train":
+            problems.append(f"{path}.eval.heldout_split: train is what the models learn from")
+        if self.backbone == "tiny":  # the other backbones' sizes are known once loaded
+            problems += tiny_size_problems(self.tiny, self.gating, self.train, self.eval, path)
+        if problems:
+            raise ConfigError(problems)
 
 
 def settings() -> TrainCoreLMSettings:
-    return load_settings(FAMILY)
+    """params.yaml train_corelm, parsed strictly (the stage's one parse: passed on)."""
+    return stage_settings(TrainCoreLMSettings, STAGE)
+
+
+# --------------------------------------------------------------------------- 2. paths
+
+
+def model_dir(model: str) -> Path:
+    """One seed per model (train.seed): the artifacts sit in the model's folder, not seed<k>/."""
+    return resolve_path(f"artifacts/{STAGE}") / model
+
+
+# --------------------------------------------------------------------------- 3. plan
+
+
+def backbone_of(cfg: TrainCoreLMSettings, mirror: str | None = None) -> Backbone:
+    """The backbone the settings name (the tiny one's tokenizer trained on train_corelm.data's
+    training texts; a gpt2 one's from the BPE files of `mirror`, the download.mirror)."""
+    return build_backbone(cfg.backbone, cfg.data, tiny=cfg.tiny, cache_dir=cfg.cache_dir,
+                          seed=cfg.train.seed, mirror=mirror)  # fmt: skip
+
+
+def prepare_data(cfg: TrainCoreLMSettings, *, mirror: str | None = None
+                 ) -> tuple[Backbone, CoreLMData]:  # fmt: skip
+    """The backbone and the CoreLM view windows of train_corelm.data, sizes checked against
+    the backbone."""
+    with torch_threads(cfg.train.threads):
+        backbone = backbone_of(cfg, mirror)
+        check_sizes(backbone, cfg.gating, cfg.train, cfg.eval, STAGE)
+        return backbone, load_data(cfg.data, backbone.tokenizer)
+
+
+# --------------------------------------------------------------------------- 4. outputs
+
+
+def run_params(cfg: TrainCoreLMSettings) -> dict[str, Any]:
+    """A model's settings as its MLflow run records them."""
+    return {"backbone": cfg.backbone, "gating": settings_to_dict(cfg.gating),
+            "train": settings_to_dict(cfg.train)}  # fmt: skip
+
+
+def summarize(item: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """metrics/train_corelm/<model>.json: CoreLM trains one seed per model (train.seed, as the
+    paper reports one run), so the summary is that seed's metrics."""
+    if len(results) != 1:
+        raise CorefreproError(f"train_corelm {item}: one seed per model, got {len(results)}")
+    return jsonable(dict(results[0]))
+
+
+# --------------------------------------------------------------------------- 5. the family
+
+
+def train_one_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
+                   settings: TrainCoreLMSettings, out_dir: str | Path, *,
+                   log_metrics: Callable[..., None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """One model of Tables 1-2 (tasks/training/family.py SeedTrainer; item: zeroshot | ft |
+    corelm, data: prepare_data's) under train.seed = `seed`: its metrics."""
+    train = dataclasses.replace(settings.train, seed=int(seed))
+    backbone, corpus = data
+    return train_and_evaluate(item, backbone, corpus, settings.gating, train, settings.eval,
+                              out_dir, backbone_name=settings.backbone,
+                              log_metrics=log_metrics)  # fmt: skip
+
+
+FAMILY = Family(
+    name="corelm",
+    paper=PAPERS[STAGE],
+    settings=TrainCoreLMSettings,
+    recipe=CoreLMRecipe,
+    train_seed=train_one_seed,
+    summarize=summarize,
+)
+
+
+# --------------------------------------------------------------------------- 6. the flows
 
 
 def train_model(model: str, cfg: TrainCoreLMSettings | None = None, *,
                 out_dir: Path | None = None, track: bool = True) -> dict:  # fmt: skip
     """The stage item: the model trained (unless zeroshot) under its MLflow run and evaluated
-    into artifacts/train_corelm/<model>/ (or out_dir); the metrics the summary is made of.
-    One seed per model (train.seed): the artifacts sit in the model's folder, not seed<k>/."""
+    into artifacts/train_corelm/<model>/ (or out_dir); the metrics the summary is made of."""
     cfg = cfg or settings()  # every setting checked before any work
     check_model(model)  # before the backbone is built
     data = prepare_data(cfg, mirror=mirror_setting())
-    out_dir = Path(out_dir or resolve_path(f"artifacts/{STAGE}") / model)
+    out_dir = Path(out_dir or model_dir(model))
     seed = cfg.train.seed
     tracking = (
         tracked_run(

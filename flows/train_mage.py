@@ -37,7 +37,6 @@ model entry's own train. A task is a task label of the graph table, or a name of
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import hashlib
 import json
@@ -63,7 +62,6 @@ from models.mage.train import (
     train_and_evaluate,
     train_stacked,
 )
-from tasks.core import config
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
@@ -74,6 +72,7 @@ from tasks.core.settings import (
     override_settings,
     parse_settings,
     settings_to_dict,
+    stage_settings,
 )
 from tasks.core.storage import sha256_of
 from tasks.core.tracking import PAPERS
@@ -158,20 +157,11 @@ def _model_entry(cfg: TrainMageSettings, entry: Mapping[str, Any], where: str,
         override_settings(base, train, f"{where}.train")
 
 
-_parsed: tuple[Any, Any, TrainMageSettings] | None = None  # (section, a copy of it, parsed)
-
-
 def settings() -> TrainMageSettings:
     """params.yaml train_mage, parsed once per process: a later call returns the same
     settings while the section is the one parsed (a test that gives other params gets them
-    parsed)."""
-    global _parsed
-    raw = config.params(STAGE)
-    if _parsed is not None and _parsed[0] is raw and _parsed[1] == raw:
-        return _parsed[2]
-    cfg = parse_settings(TrainMageSettings, raw, STAGE)
-    _parsed = (raw, copy.deepcopy(raw), cfg)
-    return cfg
+    parsed; tasks/core/settings.py stage_settings)."""
+    return stage_settings(TrainMageSettings, STAGE)
 
 
 # --------------------------------------------------------------------------- 2. paths

@@ -23,9 +23,9 @@ FAMILIES: Registry[Family] = Registry(
     "model family",
     {
         "mage": "flows.train_mage",  # Dhingra et al. 2018: MAGE-GRU readers (the stage module)
-        "coref": "models.coref.family",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
-        "entitynlm": "models.entitynlm.family",  # Ji et al. 2017: EntityNLM, RNNLM baseline
-        "corelm": "models.corelm.family",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
+        "coref": "flows.train_coref",  # Luo & Glass 2018 on Lee et al. 2017: e2e coreference
+        "entitynlm": "flows.train_entitynlm",  # Ji et al. 2017: EntityNLM, RNNLM baseline
+        "corelm": "flows.train_corelm",  # Stylianou & Vlahavas 2021: CoreLM (Entity-Gating)
     },
     attribute="FAMILY",
 )

@@ -23,6 +23,10 @@ atomically with the model configuration and vocabulary they were trained under. 
 under a different configuration is refused (CheckpointMismatchError names the differences).
 
 Devices: CUDA with autocast (float16 + GradScaler) when available, else CPU in float32.
+
+A library (issue #54.4): it takes settings and documents as arguments, reads no params.yaml,
+knows no output path and logs nothing to MLflow; the stage train_coref (its settings section,
+plan, outputs and FAMILY) is flows/train_coref.py.
 """
 
 from __future__ import annotations
@@ -39,11 +43,9 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from models.coref.data import (
-    DEFAULT_CORPORA,
     CorefDocument,
     CorefVocab,
     build_vocab,
@@ -65,7 +67,7 @@ from tasks.core.checkpoints import (
     seed_everything,
 )
 from tasks.core.errors import CorefreproError
-from tasks.core.settings import ConfigError, Name, bounded, parse_settings, settings_to_dict
+from tasks.core.settings import bounded, parse_settings, settings_to_dict
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import (
     BEST,
@@ -574,163 +576,17 @@ def _final(recipe: CorefRecipe, result, embeddings, started: float, log_metrics)
     return jsonable(metrics)
 
 
-# --------------------------------------------------------------------------- the family's seeds
-# params.yaml train_coref (parsed by the stage, flows/train_coref.py): corpora,
-# drop_singletons, seeds, model (shared model settings), encoders {name: model overrides},
-# train (CorefTrain fields).
-
-
-@dataclass
-class TrainCorefSettings:
-    """params.yaml train_coref, checked whole before any training starts."""
-
-    corpora: list[Name] = bounded(list(DEFAULT_CORPORA), min_items=1)
-    drop_singletons: bool = True
-    seeds: list[int] = bounded([1], min_items=1)
-    model: dict[str, Any] = field(default_factory=dict)  # CorefModelSettings keys
-    encoders: dict[str, dict[str, Any]] = field(
-        default_factory=lambda: {"baseline": {}, "lsl": {}, "asl": {}}
-    )
-    train: CorefTrain = field(default_factory=CorefTrain)
-
-    def validate(self, path: str) -> None:
-        """The model settings of every encoder parse (train is a typed section)."""
-        problems: list[str] = []
-        checks = [
-            lambda name=name: parse_settings(
-                CorefModelSettings, {**self.model, **(self.encoders[name] or {})},
-                f"{path}.encoders.{name}" if self.encoders[name] else f"{path}.model",
-            )
-            for name in self.encoders
-        ]  # fmt: skip
-        for check in checks:
-            try:
-                check()
-            except ConfigError as exc:
-                problems.extend(p for p in exc.problems if p not in problems)
-        if problems:
-            raise ConfigError(problems)
-
-
-def encoder_model_cfg(cfg: TrainCorefSettings, encoder: str) -> dict[str, Any]:
-    if encoder not in cfg.encoders:
-        raise CorefreproError(
-            f"params.yaml train_coref.encoders: no '{encoder}'; known: {sorted(cfg.encoders)}"
-        )
-    return {"encoder": encoder, **cfg.model, **(cfg.encoders[encoder] or {})}
-
-
-def run_params(encoder: str, seed: int, splits, cfg: TrainCorefSettings) -> dict[str, Any]:
-    """A seed's model and train settings and its data, as its MLflow run records them."""
-    return {
-        "model": settings_to_dict(resolve_model(encoder_model_cfg(cfg, encoder))),
-        "train": settings_to_dict(dataclasses.replace(cfg.train, seed=int(seed))),
-        "corpora": list(cfg.corpora),
-        "drop_singletons": cfg.drop_singletons,
-        "documents": {split: len(docs) for split, docs in splits.items()},
-    }
-
-
-RECORDED = ("embeddings", "embeddings_source", "device", "lm_features")  # MLflow params of a seed
-
-
-@dataclass(frozen=True)
-class CorefData:
-    """What every seed of one encoder reads, prepared once by the stage (flows/train_coref.py):
-    the splits, glove_path resolved (data.resolve_vectors, with the download settings and the
-    mirror) and the LM features of the documents (None without lm_features)."""
-
-    splits: Mapping[str, Sequence[CorefDocument]]
-    vectors: tuple[Path | None, str] = (None, "random (glove_path: null)")
-    features: WordFeatures | None = None
-
-
-def train_seed(item: str, seed: int, data: CorefData, settings: TrainCorefSettings,
-               out_dir: str | Path, *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
-    """One seed of encoder `item` (tasks/training/family.py SeedTrainer)."""
-    splits = data.splits
-    return train_and_evaluate(splits["train"], splits["dev"], splits["test"],
-                              encoder_model_cfg(settings, item),
-                              dataclasses.replace(settings.train, seed=int(seed)), out_dir,
-                              log_metrics=log_metrics, features=data.features,
-                              vectors=data.vectors)  # fmt: skip
-
-
-def stacked(cfg: TrainCorefSettings, seeds: Sequence[int]) -> bool:
-    """Whether the seeds train stacked (train.seeds_stacked, more than one seed)."""
-    return len(seeds) > 1 and cfg.train.seeds_stacked
-
-
-def train_seeds_stacked(encoder: str, seeds: Sequence[int], data: CorefData,
-                        cfg: TrainCorefSettings, out_dirs: Sequence[str | Path], *,
-                        log_metrics=None) -> list[dict]:  # fmt: skip
-    """train_seed for every seed at once (train_and_evaluate_stacked): out_dirs[i] and
-    log_metrics[i] (one sink per seed, or None) are seed i's."""
-    splits = data.splits
-    return train_and_evaluate_stacked(
-        splits["train"], splits["dev"], splits["test"], encoder_model_cfg(cfg, encoder),
-        [dataclasses.replace(cfg.train, seed=int(s)) for s in seeds], list(out_dirs),
-        log_metrics=log_metrics, features=data.features, vectors=data.vectors,
-    )  # fmt: skip
-
-
-def summarize(encoder: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """metrics/train_coref/<encoder>.json: mean and spread over seeds of the dev and test scores,
-    the seed with the best dev CoNLL F1, and each seed's numbers."""
-    if not results:
-        raise CorefreproError(f"{encoder}: no seed was trained")
-    keys = ("conll_f1", "muc_f1", "bcub_f1", "ceafe_f1", "mentions_f1")
-
-    def spread(split: str, key: str) -> dict[str, float | None]:
-        values = [r[split][key] for r in results if r.get(split) and r[split].get(key) is not None]
-        if not values:
-            return {"mean": None, "std": None}
-        return {"mean": float(np.mean(values)), "std": float(np.std(values))}
-
-    chosen = max(results, key=lambda r: (r["dev"]["conll_f1"], -r["seed"]))
-    out = {
-        "encoder": encoder,
-        "dataset": chosen.get("dataset"),
-        "seeds": len(results),
-        "device": chosen.get("device"),
-        "embeddings": chosen.get("embeddings"),
-        **({"lm_features": chosen["lm_features"]} if chosen.get("lm_features") else {}),
-        "dev": {k: spread("dev", k) for k in keys},
-        "test": {k: spread("test", k) for k in keys},
-        "selected_seed": chosen["seed"],
-        "selected": {"dev": chosen["dev"], "test": chosen["test"]},
-        "wall_time_s": sum(r.get("wall_time_s") or 0.0 for r in results),
-        "per_seed": {
-            str(r["seed"]): {
-                "dev_conll_f1": r["dev"]["conll_f1"],
-                "test_conll_f1": (r["test"] or {}).get("conll_f1"),
-                "best_epoch": r["best_epoch"],
-                "epochs_run": r["epochs_run"],
-                "wall_time_s": r.get("wall_time_s"),
-            }
-            for r in results
-        },
-    }
-    return jsonable(out)
-
-
 __all__ = [
     "BEST",
     "HISTORY",
     "LAST",
     "CheckpointMismatchError",
-    "CorefData",
     "checkpoint_config",
-    "encoder_model_cfg",
     "evaluate",
     "load_checkpoint",
     "predict",
     "prepare_vocab",
     "restore",
-    "run_params",
-    "stacked",
-    "train_seeds_stacked",
-    "summarize",
     "train_and_evaluate",
-    "train_seed",
+    "train_and_evaluate_stacked",
 ]

@@ -1,5 +1,5 @@
 """Fine-tuning CoreLM and its baselines through the one loop (tasks/training/loop.py), and the
-stage that trains and evaluates one of the three models of Tables 1-2 (papers/003):
+evaluation of one of the three models of Tables 1-2 (papers/003):
 
 - zeroshot: the backbone as it is (no training);
 - ft: the backbone fine-tuned without entities;
@@ -23,17 +23,20 @@ Modes (train.mode): "paper" as above; "cached" computes the backbone's final hid
 every window once (<out>/hidden_cache.pt) and trains only the gating layer (+ the table option) and
 an untied copy of the LM head for many cheap epochs -- the input embeddings are then FROZEN (a
 different, labelled setting: metrics "mode": "cached").
+
+A library (issue #54.4): it takes its settings sections (gating, train, eval) and the data as
+arguments, reads no params.yaml and logs nothing to MLflow; the stage train_corelm (its
+settings section TrainCoreLMSettings, plan, outputs and FAMILY) is flows/train_corelm.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,10 +54,10 @@ from models.corelm.model import (
     causal_lm_loss,
     entity_parameter_count,
 )
-from tasks.core.checkpoints import jsonable, seed_everything
+from tasks.core.checkpoints import seed_everything
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import docs_dir, graphs_dir
-from tasks.core.settings import WritePath, bounded, settings_to_dict
+from tasks.core.settings import bounded, settings_to_dict
 from tasks.core.storage import read_table
 from tasks.training.loop import (
     LoopSettings,
@@ -150,37 +153,6 @@ class EvalSettings:
     # books left out of CBT: normalize.cbt.exclude_books (App. A drops The Jungle Book)
 
 
-@dataclass
-class TrainCoreLMSettings:
-    """params.yaml train_corelm."""
-
-    backbone: str = "tiny"  # tiny | gpt2 | smollm2 | <directory>
-    tiny: TinySettings = field(default_factory=TinySettings)
-    data: list[str] = bounded(["synthetic-gold", "handmade-gold"], min_items=1)
-    models: list[str] = bounded(list(MODELS), min_items=1)
-    gating: GatingSettings = field(default_factory=GatingSettings)
-    train: CoreLMTrain = field(default_factory=CoreLMTrain)
-    eval: EvalSettings = field(default_factory=EvalSettings)
-    cache_dir: WritePath = "data/cache/pretrained"  # converted backbones (not a DVC output)
-
-    def validate(self, path: str) -> None:
-        from tasks.core.settings import ConfigError
-
-        problems = []
-        bad = [m for m in self.models if m not in MODELS]
-        if bad:
-            problems.append(f"{path}.models: {bad} not in {list(MODELS)}")
-        if self.train.mode == "cached" and self.train.ft_backbone == "full":
-            problems.append(f"{path}.train.ft_backbone: full needs mode paper (cached mode "
-                            "trains on cached final hidden states)")  # fmt: skip
-        if self.eval.heldout_split == "train":
-            problems.append(f"{path}.eval.heldout_split: train is what the models learn from")
-        if self.backbone == "tiny":  # the other backbones' sizes are known once loaded
-            problems += tiny_size_problems(self.tiny, self.gating, self.train, self.eval, path)
-        if problems:
-            raise ConfigError(problems)
-
-
 def tiny_size_problems(tiny, gating, train, evaluation, path: str) -> list[str]:
     """Sizes that cannot fit together: heads that do not divide the width, windows longer
     than the model's context. Checked before any work (for a pretrained backbone, by
@@ -209,13 +181,14 @@ def _size_problems(width, context, gating, train, evaluation, path, where) -> li
     return problems
 
 
-def check_sizes(cfg: TrainCoreLMSettings, backbone: Backbone) -> None:
+def check_sizes(backbone: Backbone, gating: GatingSettings, train: CoreLMTrain,
+                evaluation: EvalSettings, path: str = STAGE) -> None:  # fmt: skip
     """The size checks of tiny_size_problems against a loaded backbone (before training)."""
     from tasks.core.settings import ConfigError
 
     width = int(getattr(backbone.model.config, "hidden_size", None) or backbone.model.config.n_embd)
-    problems = _size_problems(width, backbone.max_length, cfg.gating, cfg.train, cfg.eval,
-                              STAGE, f"backbone {backbone.name}")  # fmt: skip
+    problems = _size_problems(width, backbone.max_length, gating, train, evaluation,
+                              path, f"backbone {backbone.name}")  # fmt: skip
     if problems:
         raise ConfigError(problems)
 
@@ -278,18 +251,21 @@ def train_texts(names: list[str]) -> list[str]:
     return texts
 
 
-def build_backbone(cfg: TrainCoreLMSettings, mirror: str | None = None) -> Backbone:
-    texts = train_texts(cfg.data) if cfg.backbone == "tiny" else ()
-    return load_backbone(cfg.backbone, texts=texts, tiny=cfg.tiny, cache_dir=cfg.cache_dir,
-                         seed=cfg.train.seed, mirror=mirror)  # fmt: skip
+def build_backbone(name: str, data: list[str], *, tiny: TinySettings, cache_dir: str | Path,
+                   seed: int, mirror: str | None = None) -> Backbone:  # fmt: skip
+    """The backbone `name` (tiny | gpt2 | smollm2 | a directory); the tiny one's tokenizer
+    trained on the training texts of `data` (annotate runs or corpora)."""
+    texts = train_texts(data) if name == "tiny" else ()
+    return load_backbone(name, texts=texts, tiny=tiny, cache_dir=cache_dir, seed=seed,
+                         mirror=mirror)  # fmt: skip
 
 
 def build_model(
-    backbone: Backbone, cfg: TrainCoreLMSettings, model: str, n_entities: int
+    backbone: Backbone, gating: GatingSettings, seed: int, model: str, n_entities: int
 ) -> CoreLM:
-    g = cfg.gating
+    g = gating
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.train.seed)
+        torch.manual_seed(seed)
         return CoreLM(backbone.model, n_entities, gating=model == "corelm", n_heads=g.n_heads,
                       flow_rate=g.flow_rate, dropout=g.dropout, gate_init=g.gate_init,
                       gate=g.gate, norm=g.norm, entity_vectors=g.entity_vectors,
@@ -442,24 +418,25 @@ def trainable_state(model: CoreLM) -> dict[str, torch.Tensor]:
 # --------------------------------------------------------------------------- one model
 
 
-def train_model(model_name: str, cfg: TrainCoreLMSettings, backbone: Backbone, data: CoreLMData,
-                out_dir: Path, *, log_metrics: Callable[..., None] | None = None,
+def train_model(model_name: str, gating: GatingSettings, train: CoreLMTrain, backbone: Backbone,
+                data: CoreLMData, out_dir: Path, *,
+                log_metrics: Callable[..., None] | None = None,
                 ) -> tuple[CoreLM, dict[str, Any]]:  # fmt: skip
     """Fine-tune FT or CoreLM (zeroshot: the backbone as is); (model, training facts).
     log_metrics, when given, receives the learning curve."""
-    model = build_model(backbone, cfg, model_name, data.n_entities)
+    model = build_model(backbone, gating, train.seed, model_name, data.n_entities)
     if model_name == "zeroshot":
         return model.eval(), {"steps": 0, "train_tokens": 0, "train_time_s": 0.0}
-    seed_everything(cfg.train.seed)
-    recipe = CoreLMRecipe(model, data, backbone, cfg.train, out_dir)
-    result = fit(recipe, cfg.train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_metrics)
+    seed_everything(train.seed)
+    recipe = CoreLMRecipe(model, data, backbone, train, out_dir)
+    result = fit(recipe, train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_metrics)
     load_best(result, recipe)
     batches = recipe.steps_per_epoch() * result.epochs_run
-    windows = min(len(recipe.train), recipe.steps_per_epoch() * cfg.train.batch_size)
+    windows = min(len(recipe.train), recipe.steps_per_epoch() * train.batch_size)
     facts = {
         "steps": recipe.optimizer_steps_per_epoch() * result.epochs_run,  # optimizer steps
         "batches": batches,
-        "effective_batch_size": cfg.train.batch_size * cfg.train.accumulate,
+        "effective_batch_size": train.batch_size * train.accumulate,
         "epochs": result.epochs_run,
         "best_epoch": result.best_epoch,
         "train_windows": len(recipe.train),
@@ -490,58 +467,41 @@ def save_standalone(model_name: str, model: CoreLM, backbone: Backbone, out_dir:
     save_artifact(out_dir, backbone, model, config)
 
 
-def prepare_data(cfg: TrainCoreLMSettings, *, mirror: str | None = None
-                 ) -> tuple[Backbone, CoreLMData]:  # fmt: skip
-    """The backbone (the tiny one's tokenizer trained on the training texts; a gpt2 one's
-    from the BPE files of `mirror`, the stage's download.mirror) and the CoreLM view windows
-    of train_corelm.data, sizes checked against the backbone."""
-    with torch_threads(cfg.train.threads):
-        backbone = build_backbone(cfg, mirror)
-        check_sizes(cfg, backbone)
-        return backbone, load_data(cfg.data, backbone.tokenizer)
-
-
-def run_params(cfg: TrainCoreLMSettings) -> dict[str, Any]:
-    """A model's settings as its MLflow run records them."""
-    return {"backbone": cfg.backbone, "gating": settings_to_dict(cfg.gating),
-            "train": settings_to_dict(cfg.train)}  # fmt: skip
-
-
 def check_model(item: str) -> None:
     """Refuse a model name outside MODELS (the stage checks before building the backbone)."""
     if item not in MODELS:
         raise CorefreproError(f"train_corelm: unknown model {item!r}; known {list(MODELS)}")
 
 
-def train_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
-               settings: TrainCoreLMSettings, out_dir: str | Path, *,
-               log_metrics: Callable[..., None] | None = None) -> dict[str, Any]:  # fmt: skip
-    """One model of Tables 1-2 (tasks/training/family.py SeedTrainer; item: zeroshot | ft |
-    corelm, data: prepare_data's): train it (unless zeroshot), save the standalone artifact,
+def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating: GatingSettings,
+                       train: CoreLMTrain, evaluation: EvalSettings, out_dir: str | Path, *,
+                       backbone_name: str, log_metrics: Callable[..., None] | None = None,
+                       ) -> dict[str, Any]:  # fmt: skip
+    """One model of Tables 1-2 (item: zeroshot | ft | corelm) on the backbone `backbone_name`
+    and the windows of `corpus`: train it (unless zeroshot), save the standalone artifact,
     evaluate every available benchmark; its metrics."""
     from models.corelm import evaluate as ev
 
     check_model(item)
-    cfg = dataclasses.replace(settings, train=dataclasses.replace(settings.train, seed=int(seed)))
-    backbone, corpus = data
     started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with torch_threads(cfg.train.threads):
-        model, facts = train_model(item, cfg, backbone, corpus, out_dir, log_metrics=log_metrics)
+    with torch_threads(train.threads):
+        model, facts = train_model(item, gating, train, backbone, corpus, out_dir,
+                                   log_metrics=log_metrics)  # fmt: skip
         save_standalone(item, model, backbone, out_dir)
-        device = Precision.choose(cfg.train).device
+        device = Precision.choose(train).device
         model.to(device)
-        results = ev.evaluate_all(item, model, backbone, corpus, cfg.eval, device, out_dir)
+        results = ev.evaluate_all(item, model, backbone, corpus, evaluation, device, out_dir)
     return {
         "model": item,
-        "backbone": cfg.backbone,
-        "mode": cfg.train.mode if item != "zeroshot" else "none",
-        "data": cfg.data,
+        "backbone": backbone_name,
+        "mode": train.mode if item != "zeroshot" else "none",
+        "data": corpus.names,
         "selection_split": "dev",  # the best epoch is chosen on dev (CoreLMRecipe.evaluate)
-        "heldout_split": cfg.eval.heldout_split,
-        "gating": settings_to_dict(cfg.gating) if item == "corelm" else None,
-        "ft_backbone": cfg.train.ft_backbone if item == "ft" else None,
+        "heldout_split": evaluation.heldout_split,
+        "gating": settings_to_dict(gating) if item == "corelm" else None,
+        "ft_backbone": train.ft_backbone if item == "ft" else None,
         "device": str(device),
         "training": {k: v for k, v in facts.items() if k != "history"},
         **results,
@@ -549,20 +509,10 @@ def train_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
     }
 
 
-def summarize(item: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """metrics/train_corelm/<model>.json: CoreLM trains one seed per model (train.seed, as the
-    paper reports one run), so the summary is that seed's metrics."""
-    if len(results) != 1:
-        raise CorefreproError(f"train_corelm {item}: one seed per model, got {len(results)}")
-    return jsonable(dict(results[0]))
-
-
 __all__ = [
     "CoreLMRecipe",
     "MODELS",
-    "TrainCoreLMSettings",
     "check_model",
-    "summarize",
+    "train_and_evaluate",
     "train_model",
-    "train_seed",
 ]

@@ -13,8 +13,9 @@ Where each §4 rule lives (one place each):
   (`Vocab.build`: min_count and/or max_size, paper: 10K for CoNLL); the view's sentence starts
   are carried to the kept words (`sentence_positions`) for the sentence-scope LSTMs.
 
-`models.entitynlm.train.token_documents(split, settings)` gives the very token lists the three language models are scored on
-(the 5-gram estimator reads them), after preprocessing and `unk`.
+The stage's `token_documents(split, settings)` (flows/train_entitynlm.py) gives the very token
+lists the three language models are scored on (the 5-gram estimator reads them), after
+preprocessing and `unk`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ the boundaries and restarts its LSTMs there, model.py, but predicts no </s> eith
 Perplexity counts the same tokens as the RNNLM's: every word, `</s>` NOT counted (the neural
 models have no end-of-document or end-of-sentence event); KenLM `query`'s own figure (with
 `</s>`) is kept beside it as `ppl_with_eos`.
+
+The stage (flows/train_entitynlm.py) names the ARPA's path and runs the item under its MLflow
+run; this module takes them as arguments.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.settings import settings_to_dict
-from tasks.core.tracking import log_metrics, tracked_run
 from tasks.evaluation import ngram
 from tasks.evaluation.lm import (
     LanguageModel,
@@ -30,9 +32,9 @@ from tasks.evaluation.lm import (
     perplexity,
     register_lm,
 )
+from tasks.evaluation.ngram import NgramSettings
 
 ITEM = "5gram"
-ARPA = f"artifacts/train_entitynlm/{ITEM}/model.arpa"
 LN10 = math.log(10.0)
 
 
@@ -121,11 +123,11 @@ def scores_of(lm: NgramLM, model: Any, documents: Sequence[Sequence[str]]) -> di
             "ppl_with_eos": with_eos["perplexity"], "oov": with_eos["oov"]}  # fmt: skip
 
 
-def train_ngram(splits, vocab, cfg, arpa_path: str = ARPA) -> dict[str, Any]:
-    """Estimate the ARPA on the training documents, score dev and test (Table 1 row "5-gram");
-    arpa_path relative to the repository (the stage's artifact)."""
+def train_ngram(splits, vocab, ncfg: NgramSettings, arpa_path: str | Path, *,
+                dataset: str) -> dict[str, Any]:  # fmt: skip
+    """Estimate the ARPA at `arpa_path` (relative to the repository, or absolute) on the
+    training documents, score dev and test (Table 1 row "5-gram"); `dataset` names the runs."""
     text = {s: [vocab.unk(x.tokens) for x in d] for s, d in splits.items()}
-    ncfg = cfg.ngram
     path = ngram.estimate_arpa(text["train"], resolve_path(arpa_path), ncfg.order, estimator=ncfg.estimator,
                                discount_fallback=ncfg.discount_fallback)  # fmt: skip
     model = ngram.load(path)
@@ -135,22 +137,10 @@ def train_ngram(splits, vocab, cfg, arpa_path: str = ARPA) -> dict[str, Any]:
     scores = {s: scores_of(lm, model, text[s]) for s in ("dev", "test") if text[s]}
     stat = {s: {"mean": v["ppl"], "std": 0.0, "n": 1} for s, v in scores.items()}
     return jsonable({
-        "model": ITEM, "dataset": "+".join(cfg.runs), "seeds": 1,
+        "model": ITEM, "dataset": dataset, "seeds": 1,
         "vocab_size": len(vocab), "documents": {s: len(d) for s, d in splits.items()},
         "tokens": {s: sum(len(x) for x in d) for s, d in text.items()},
         "dev_ppl": stat.get("dev"), "test_ppl": stat.get("test"),
         "selected": scores, "settings": settings_to_dict(ncfg),
         "sequence": "document", "eos_counted": False, "arpa": str(arpa_path),
     })  # fmt: skip
-
-
-def train_item(splits, vocab, cfg, *, track: bool = True) -> dict[str, Any]:
-    """The stage item `5gram`: train_ngram under its MLflow run (experiment train_entitynlm)."""
-    if not track:
-        return train_ngram(splits, vocab, cfg)
-    run_params = {"ngram": settings_to_dict(cfg.ngram), "runs": list(cfg.runs)}
-    with tracked_run("train_entitynlm", ITEM, dataset="+".join(cfg.runs), run_params=run_params):
-        summary = train_ngram(splits, vocab, cfg)
-        log_metrics({f"{s}_ppl": summary[f"{s}_ppl"]["mean"] for s in ("dev", "test")
-                     if summary.get(f"{s}_ppl")})  # fmt: skip
-    return summary

@@ -25,6 +25,10 @@ Protocol (Ji et al. 2017, papers/000 §3, §5.1):
   reads the test coreference). Each per seed (`readings` of a split's scores) and over the
   training seeds (`summarize`'s `readings`); the headline stays the marginal.
 Both models use the same preprocessed documents and vocabulary (models/entitynlm/data.py).
+
+A library (issue #54.4): it takes settings and documents as arguments, reads no params.yaml,
+knows no output path and logs nothing to MLflow; the stage train_entitynlm (its settings
+section, plan, outputs, summary and FAMILY) is flows/train_entitynlm.py.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import logging
 import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,7 +59,6 @@ from models.entitynlm.data import (
 from models.entitynlm.model import RNNLM, EntityNLMConfig, EntityNLMPair
 from models.entitynlm.sampling import (
     DRAW_READINGS,
-    READINGS,
     document_records,
     importance_bounds,
     importance_bounds_by_run,
@@ -70,7 +73,6 @@ from tasks.core.errors import CorefreproError
 from tasks.core.progress import Progress
 from tasks.core.settings import ConfigError, bounded, key_path, parse_settings, settings_to_dict
 from tasks.evaluation.lm import perplexity
-from tasks.evaluation.ngram import NgramSettings
 from tasks.training.loop import (
     LoopSettings,
     Precision,
@@ -150,47 +152,24 @@ class EvalSettings:
         return sorted({*self.samples_grid, self.samples})
 
 
-@dataclass
-class TrainEntityNLMSettings:
-    """params.yaml train_entitynlm, checked whole before any training starts."""
-
-    runs: list[str] = bounded(["synthetic-gold", "handmade-gold"], min_items=1)
-    max_documents: dict[str, int | None] = field(default_factory=dict)  # per split; None = all
-    drop_singletons: bool = True  # §4: entities with one mention are not mentions
-    seeds: list[int] = bounded([1], min_items=1)
-    model: ModelSettings = field(default_factory=ModelSettings)
-    train: TrainSettings = field(default_factory=TrainSettings)
-    evaluation: EvalSettings = field(default_factory=EvalSettings)
-    ngram: NgramSettings = field(default_factory=NgramSettings)  # the 5-gram item (Table 1)
-
-    def validate(self, path: str) -> None:
-        bad = sorted(set(self.max_documents) - {"train", "dev", "test"})
-        if bad:
-            raise ConfigError(f"{key_path(path, 'max_documents')}: unknown splits {bad}")
-
-
-def prepare_data(cfg: TrainEntityNLMSettings):
-    """({split: documents}, vocabulary of the training split) as the settings say: the data
-    every seed of every model of the stage reads."""
-    docs = load_view(cfg.runs, drop_singletons=cfg.drop_singletons)
-    splits = split_documents(docs, cfg.max_documents)
+def load_data(
+    runs: Sequence[str],
+    model: ModelSettings,
+    *,
+    drop_singletons: bool = True,
+    max_documents: Mapping[str, int | None] | None = None,
+) -> tuple[dict, Vocab]:
+    """({split: documents}, vocabulary of the training split): the EntityNLM views of the
+    annotation `runs` preprocessed (§4), split and capped (`max_documents` per split), the
+    vocabulary as the model settings say (min_count, max_vocab)."""
+    docs = load_view(list(runs), drop_singletons=drop_singletons)
+    splits = split_documents(docs, dict(max_documents or {}))
     if not splits["train"] or not splits["dev"]:
-        raise CorefreproError(f"{STAGE}: runs {cfg.runs} give no train or no dev documents")
-    vocab = Vocab.build(splits["train"], cfg.model.min_count, cfg.model.max_vocab)
-    log.info("%s: documents %s, vocabulary %d", "+".join(cfg.runs),
+        raise CorefreproError(f"{STAGE}: runs {list(runs)} give no train or no dev documents")
+    vocab = Vocab.build(splits["train"], model.min_count, model.max_vocab)
+    log.info("%s: documents %s, vocabulary %d", "+".join(runs),
              {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip
     return splits, vocab
-
-
-def token_documents(split: str, cfg: TrainEntityNLMSettings) -> list[list[str]]:
-    """The tokens every language model of Table 1 is scored on (the 5-gram reads them): the
-    documents of `split` of the settings (runs, max_documents), preprocessed
-    (§4, models/entitynlm/data.py), words outside the training vocabulary replaced by `unk`.
-    One list per document, in the order the neural models see them (doc_id)."""
-    splits, vocab = prepare_data(cfg)
-    if split not in splits:
-        raise CorefreproError(f"unknown split {split!r}; known: {sorted(splits)}")
-    return [vocab.unk(d.tokens) for d in splits[split]]
 
 
 def model_config(mcfg: ModelSettings, vocab: Vocab) -> EntityNLMConfig:
@@ -383,20 +362,21 @@ def importance_evaluation(recipe: LMRecipe, ecfg: EvalSettings, precision: Preci
     return out, records
 
 
-def train_and_evaluate(kind, splits, vocab, cfg: TrainEntityNLMSettings, seed: int, out_dir,
-                       *, log_fn=None) -> dict[str, Any]:  # fmt: skip
+def train_and_evaluate(kind, splits, vocab, mcfg: ModelSettings, train: TrainSettings,
+                       evaluation: EvalSettings, seed: int, out_dir, *,
+                       log_fn=None) -> dict[str, Any]:  # fmt: skip
     """Train one model with dev selection, then score dev and test with the best checkpoint."""
-    tcfg = dataclasses.replace(cfg.train, seed=int(seed))
+    tcfg = dataclasses.replace(train, seed=int(seed))
     started = time.perf_counter()
     with torch_threads(tcfg.threads):
         seed_everything(tcfg.seed)
-        recipe = LMRecipe(kind, splits, vocab, cfg.model, tcfg)
+        recipe = LMRecipe(kind, splits, vocab, mcfg, tcfg)
     result = fit(recipe, tcfg, out_dir, name=f"{kind} seed {seed}", log_metrics=log_fn)
     with torch_threads(tcfg.threads):
         load_best(result, recipe)
         scores = {s: recipe.evaluate(s, result.precision) for s in ("dev", "test") if splits[s]}
         if kind == "entitynlm":
-            figures, records = importance_evaluation(recipe, cfg.evaluation, result.precision)
+            figures, records = importance_evaluation(recipe, evaluation, result.precision)
             for split, extra in figures.items():
                 scores[split].update(extra)
             storage.write_json(Path(out_dir) / IS_DOCUMENTS, jsonable(records))
@@ -417,100 +397,3 @@ def train_and_evaluate(kind, splits, vocab, cfg: TrainEntityNLMSettings, seed: i
         log_fn({f"final_{k}_{m}": v for k in ("dev", "test") for m, v in scores.get(k, {}).items()
                 if isinstance(v, int | float)}, None)  # fmt: skip
     return jsonable(metrics)
-
-
-def train_seed(item: str, seed: int, data, settings: TrainEntityNLMSettings, out_dir: str | Path,
-               *, log_metrics=None) -> dict[str, Any]:  # fmt: skip
-    """One seed of model `item` (tasks/training/family.py SeedTrainer); data = prepare_data's
-    (splits, vocabulary)."""
-    splits, vocab = data
-    return train_and_evaluate(item, splits, vocab, settings, seed, out_dir, log_fn=log_metrics)
-
-
-def run_params(cfg: TrainEntityNLMSettings, data) -> dict[str, Any]:
-    """What a seed's MLflow run records of its settings and data."""
-    splits, vocab = data
-    return {"model": settings_to_dict(cfg.model), "train": settings_to_dict(cfg.train),
-            "evaluation": settings_to_dict(cfg.evaluation), "runs": list(cfg.runs),
-            "vocab_size": len(vocab),
-            "documents": {s: len(d) for s, d in splits.items()}}  # fmt: skip
-
-
-def _headline(r: Mapping[str, Any], split: str, n: str | None = None) -> float | None:
-    """The Table 1 number: EntityNLM's importance-sampled perplexity (mean over sampling
-    seeds; at N = n draws, else the headline N), the RNNLM's exact perplexity."""
-    scores = r.get(split) or {}
-    if r["model"] == "entitynlm":
-        if n is not None:
-            scores = (scores.get("is_grid") or {}).get(n) or {}
-        return (scores.get("is_ppl") or {}).get("mean")
-    return scores.get("ppl")
-
-
-def _reading(r: Mapping[str, Any], split: str, name: str) -> float | None:
-    """One training seed's Table 1 reading `name` (sampling.READINGS) on `split`: the draw
-    readings as the mean over sampling seeds at the headline N, "words_gold" the words given
-    the gold annotation (joint_perplexity's words_given_rel_ppl), "marginal" the headline."""
-    scores = r.get(split) or {}
-    if name == "marginal":
-        return _headline(r, split)
-    if name == "words_gold":
-        return scores.get("words_given_rel_ppl")
-    return (((scores.get("readings") or {}).get(name) or {}).get("ppl") or {}).get("mean")
-
-
-def readings_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """EntityNLM's Table 1 under each reading (sampling.READINGS, issue #56.1) over the
-    training seeds: {reading: {dev_ppl, test_ppl: mean ± sd over training seeds (or None),
-    per_seed: {seed: {dev_ppl, test_ppl}}}}; empty for seeds measured before the readings."""
-    out: dict[str, Any] = {}
-    for name in READINGS:
-        per = {str(r["seed"]): {f"{sp}_ppl": _reading(r, sp, name) for sp in ("dev", "test")}
-               for r in results}  # fmt: skip
-        if all(v is None for seed in per.values() for v in seed.values()):
-            continue
-        out[name] = {f"{sp}_ppl": (spread(vs) if (vs := [p[f"{sp}_ppl"] for p in per.values()
-                                                          if p[f"{sp}_ppl"] is not None]) else None)
-                     for sp in ("dev", "test")}  # fmt: skip
-        out[name]["per_seed"] = per
-    return out if any(name in out for name in DRAW_READINGS) else {}
-
-
-def summarize(kind: str, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """metrics/train_entitynlm/<model>.json: headline dev/test perplexity (mean over training
-    seeds), the seed with the best dev selection value, and each seed's numbers."""
-    if not results:
-        raise CorefreproError(f"{kind}: no seed was trained")
-    key = "joint_ppl" if kind == "entitynlm" else "ppl"
-    chosen = min(results, key=lambda r: (r["dev"][key], r["seed"]))
-
-    def over_seeds(split, n=None):
-        values = [v for v in (_headline(r, split, n) for r in results) if v is not None]
-        return spread(values) if values else None
-
-    def sampling(r):  # EntityNLM's IS figures of a seed (test's, else dev's)
-        return r.get("test") or r.get("dev") or {}
-
-    grid = sorted({n for r in results for n in sampling(r).get("is_grid") or {}}, key=int)
-    by_samples = {"is_samples": sampling(chosen).get("is_samples"),
-                  "dev_ppl_by_samples": {n: over_seeds("dev", n) for n in grid},
-                  "test_ppl_by_samples": {n: over_seeds("test", n) for n in grid}}  # fmt: skip
-
-    out = {
-        "model": kind, "dataset": chosen.get("dataset"), "seeds": len(results),
-        "vocab_size": chosen["vocab_size"], "documents": chosen["documents"],
-        "tokens": chosen["tokens"],
-        "dev_ppl": over_seeds("dev"), "test_ppl": over_seeds("test"),
-        **(by_samples if kind == "entitynlm" else {}),
-        **({"readings": readings} if kind == "entitynlm" and (readings := readings_summary(results))
-           else {}),
-        "selected_seed": chosen["seed"],
-        "selected": {"dev": chosen["dev"], "test": chosen.get("test")},
-        "epochs_run": chosen["epochs_run"], "best_epoch": chosen["best_epoch"],
-        "train_tokens_per_s": chosen["train_tokens_per_s"], "device": chosen["device"],
-        "wall_time_s": sum(r.get("wall_time_s") or 0.0 for r in results),
-        "per_seed": {str(r["seed"]): {"dev_ppl": _headline(r, "dev"),
-                                      "test_ppl": _headline(r, "test"),
-                                      "best_epoch": r["best_epoch"]} for r in results},
-    }  # fmt: skip
-    return jsonable(out)

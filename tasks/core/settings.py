@@ -165,6 +165,25 @@ def load_stage_settings(cls: type[T], section: str, params_file: str | Path = PA
     return parse_settings(cls, config.params(section, params_file), section)
 
 
+# (cls, section, params file) -> (the section parsed, a copy of it, the settings)
+_PARSED: dict[tuple[type, str, str], tuple[Any, Any, Any]] = {}
+
+
+def stage_settings(cls: type[T], section: str, params_file: str | Path = PARAMS_FILE) -> T:
+    """load_stage_settings, parsed once per process: a later call (the CLI's train.nproc, then
+    the flow) returns the same settings while the section is the one parsed, unchanged; other
+    params (a test's, an edited file) are parsed anew. Callers must not mutate the result
+    (dataclasses.replace gives a seed its own)."""
+    raw = config.params(section, params_file)
+    key = (cls, section, str(Path(params_file).resolve()))
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] is raw and hit[1] == raw:
+        return hit[2]
+    parsed = parse_settings(cls, raw, section)
+    _PARSED[key] = (raw, copy.deepcopy(raw), parsed)
+    return parsed
+
+
 def settings_to_dict(settings: Any) -> dict[str, Any]:
     """A settings instance as plain nested dicts and lists (for MLflow params, fingerprints,
     checkpoints, YAML/JSON); `parse_settings(type(s), settings_to_dict(s), path)` gives it back.

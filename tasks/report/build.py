@@ -17,7 +17,7 @@ of its own for a paper's tables (common.ReportMetrics.of: its metrics directory)
 Inputs, and nothing else:
 - measured numbers: the DVC metrics files of the training stages, metrics/train_mage/
   <model>-<task>.json (models/mage/train.py summarize) and metrics/train_coref/<encoder>.json
-  (models/coref/train.py summarize). A missing directory or file is a "—" cell, never a crash.
+  (flows/train_coref.py summarize). A missing directory or file is a "—" cell, never a crash.
 - paper numbers and the mapping of our model keys / task labels to paper rows and columns:
   tasks/report/paper_results.yaml (transcribed exactly; see its header).
 - the annotation run the readers were trained on (params.yaml train_mage.data), because the

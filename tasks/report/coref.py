@@ -4,7 +4,7 @@ Why its own module: its table compares encoders (baseline, LSL, ASL) by CoNLL F1
 over seeds and judges the ASL − baseline delta against the paper's, which no reader table
 does; tasks/report/build.py dispatches the kind "coref" here (SECTION).
 
-Reads metrics/train_coref/<encoder>.json (models/coref/train.py summarize); the encoder is
+Reads metrics/train_coref/<encoder>.json (flows/train_coref.py summarize); the encoder is
 the file's "encoder" key, not its name.
 """
 

@@ -2,11 +2,11 @@
 
 Table 1 (language modelling): the perplexity of the 5-gram, the RNNLM and EntityNLM (words
 only, R/E/L marginalised by importance sampling, Eq. 11) on dev and test beside the paper's
-test numbers; where the metrics hold EntityNLM's readings of §5.1 (models/entitynlm/train.py
+test numbers; where the metrics hold EntityNLM's readings of §5.1 (flows/train_entitynlm.py
 `readings_summary`, issue #56.1), EntityNLM's row is the reading paper_results.yaml names
 `comparable` and the others follow it, with whether EntityNLM < RNNLM < 5-gram holds under
 each. Reads every metrics/train_entitynlm/<model>.json by its "model" key
-(models/entitynlm/train.py summarize and models/entitynlm/ngram.py: dev_ppl / test_ppl as
+(flows/train_entitynlm.py summarize and models/entitynlm/ngram.py: dev_ppl / test_ppl as
 {mean, std, n}; plain numbers are read too).
 
 Table 2 (coreference reranking, §5.2): metrics/rerank_entitynlm/<corpus>.json of the

@@ -14,10 +14,10 @@ command is the generic family stage (`python -m flows.train <name> --item <item>
 report gives it a section of its summaries (tasks/report/common.py family_section) until it
 has a report module tasks/report/<name>.py of its own. The four paper families keep a flow
 module of their own (flows/train_<name>.py: stacked seeds, the 5-gram, the backbone) that
-calls the same tasks/training/stage.py; where that module is the stage's one home (issue
-#54.4: flows/train_mage.py owns its settings, plan, paths and outputs) it declares FAMILY
-itself and models/registry.py names it, and models/<family>/ is a library only. The stage name is the MLflow experiment
-(tasks/core/tracking.py) and the folder under artifacts/ and metrics/.
+calls the same tasks/training/stage.py; that module is the stage's one home (issue #54.4:
+flows/train_<name>.py owns its settings, plan, paths, outputs and FAMILY, and
+models/registry.py names it), and models/<name>/ is a library only. The stage name is the
+MLflow experiment (tasks/core/tracking.py) and the folder under artifacts/ and metrics/.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import STAGE_CLOCK
-from tasks.core.settings import load_stage_settings, settings_to_dict
+from tasks.core.settings import settings_to_dict, stage_settings
 from tasks.core.tracking import (
     log_checkpoint,
     log_dict,
@@ -42,8 +42,9 @@ log = logging.getLogger("corefrepro.training")
 
 
 def load_settings(family: Family) -> Any:
-    """params.yaml train_<name> parsed into family.settings: every key checked before any work."""
-    return load_stage_settings(family.settings, family.stage)
+    """params.yaml train_<name> parsed into family.settings: every key checked before any work,
+    once per process (tasks/core/settings.py stage_settings)."""
+    return stage_settings(family.settings, family.stage)
 
 
 RESUME_ROOT = "data/cache/resume"  # untracked: resume state and checkpoints in the making

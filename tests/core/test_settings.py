@@ -20,6 +20,7 @@ from tasks.core.settings import (
     override_settings,
     parse_settings,
     settings_to_dict,
+    stage_settings,
 )
 
 
@@ -418,6 +419,29 @@ def test_load_stage_settings_reads_the_stage_section(tmp_path) -> None:
         load_stage_settings(TrainMage, "broken", params_file)
     with pytest.raises(CorefreproError, match="no 'absent' section"):
         load_stage_settings(TrainMage, "absent", params_file)
+
+
+def test_a_stage_section_is_parsed_once_per_process_while_it_is_unchanged(tmp_path,
+                                                                           monkeypatch) -> None:  # fmt: skip
+    """stage_settings (every train_<family> stage's settings()): the CLI's train.nproc and the
+    flow read one parse; another params file or a section changed in place is parsed anew."""
+    from tasks.core import config
+    from tasks.core import settings as settings_module
+
+    params_file, other = tmp_path / "params.yaml", tmp_path / "other.yaml"
+    params_file.write_text("train_mage:\n  data: g\n  train: {epochs: 7}\n", encoding="utf-8")
+    other.write_text("train_mage:\n  data: g\n  train: {epochs: 9}\n", encoding="utf-8")
+    calls: list[str] = []
+    parse = settings_module.parse_settings
+    monkeypatch.setattr(settings_module, "parse_settings",
+                        lambda cls, raw, path: calls.append(path) or parse(cls, raw, path))  # fmt: skip
+    first = stage_settings(TrainMage, "train_mage", params_file)
+    assert stage_settings(TrainMage, "train_mage", params_file) is first
+    assert calls == ["train_mage"] and first.train.epochs == 7
+    assert stage_settings(TrainMage, "train_mage", other).train.epochs == 9
+    config.params("train_mage", params_file)["train"]["epochs"] = 8  # a test's own params
+    assert stage_settings(TrainMage, "train_mage", params_file).train.epochs == 8
+    assert len(calls) == 3
 
 
 def test_config_error_survives_pickling() -> None:

@@ -77,22 +77,23 @@ def _entitynlm():
 
 
 def _corelm(work: Path):
+    import flows.train_corelm as stage
     from models.corelm import train as tr
     from tasks.core import config
     from tasks.core.settings import parse_settings
     from tests.models.corelm.test_train import _corpus
 
     config.REPO_ROOT = work / f"repo{distributed.current().rank}"  # data/docs/<corpus> there
-    cfg = parse_settings(tr.TrainCoreLMSettings, {
+    cfg = parse_settings(stage.TrainCoreLMSettings, {
         "backbone": "tiny", "data": [_corpus(config.REPO_ROOT)],
         "tiny": {"vocab_size": 300, "n_layer": 1, "n_head": 2, "n_embd": 32, "n_positions": 64},
         "gating": {"n_heads": 2, "dropout": 0.0},
         "train": {**SETTINGS, "batch_size": 2, "block_size": 32, "lr": 3e-3, "warmup_steps": 2},
     }, "probe")  # fmt: skip
-    backbone = tr.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = tr.load_data(cfg.data, backbone.tokenizer)
     torch.manual_seed(1)
-    model = tr.build_model(backbone, cfg, "corelm", data.n_entities)
+    model = tr.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     for module in model.modules():  # the tiny GPT-2's own dropout (resid, attention, embd)
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0

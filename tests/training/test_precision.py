@@ -64,16 +64,17 @@ def _entitynlm():
 
 
 def _corelm(tmp_path, monkeypatch):
+    import flows.train_corelm as stage
     from models.corelm import train as tr
     from tasks.core import config
     from tests.models.corelm.test_train import _corpus, _settings
 
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
     cfg = _settings(_corpus(tmp_path), epochs=2)
-    backbone = tr.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = tr.load_data(cfg.data, backbone.tokenizer)
     torch.manual_seed(1)
-    model = tr.build_model(backbone, cfg, "corelm", data.n_entities)
+    model = tr.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     return tr.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path / "out"), cfg.train
 
 

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+import flows.train_corelm as stage
 from models.corelm import train
 from models.corelm.lm import corelm
 from tasks.core import config
@@ -61,7 +62,7 @@ def _lambada(root):
 
 
 def _settings(corpus, **train_overrides):
-    return parse_settings(train.TrainCoreLMSettings, {
+    return parse_settings(stage.TrainCoreLMSettings, {
         "backbone": "tiny", "data": [corpus],
         "tiny": {"vocab_size": 300, "n_layer": 1, "n_head": 2, "n_embd": 32, "n_positions": 64},
         "gating": {"n_heads": 2},
@@ -74,16 +75,16 @@ def _settings(corpus, **train_overrides):
 @pytest.mark.parametrize("mode", ["paper", "cached"])
 def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
     cfg = _settings(_corpus(tmp_path), mode=mode, epochs=6, lr=1e-2)
-    backbone = train.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
     assert data.n_entities == 6 * 3 + 6 * 2  # ids unique per (document, cluster)
     assert cfg.gating.entity_vectors == "mention_mean"  # the default: no table to learn
-    model = train.build_model(backbone, cfg, "corelm", data.n_entities)
+    model = train.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     recipe = train.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path / "out")
     from tasks.training.loop import Precision
 
     before = recipe.evaluate("dev", Precision.choose(cfg.train))["loss"]
-    _, facts = train.train_model("corelm", cfg, backbone, data, tmp_path / mode)
+    _, facts = train.train_model("corelm", cfg.gating, cfg.train, backbone, data, tmp_path / mode)
     after = facts["history"][-1]["dev_loss"]
     assert after < before - 0.05, (before, after)
     if mode == "cached":
@@ -92,9 +93,9 @@ def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
 
 def test_ft_and_corelm_train_the_same_steps_on_the_same_windows(tmp_path):
     cfg = _settings(_corpus(tmp_path), epochs=1)
-    backbone = train.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
-    recipes = {m: train.CoreLMRecipe(train.build_model(backbone, cfg, m, data.n_entities), data,
+    recipes = {m: train.CoreLMRecipe(train.build_model(backbone, cfg.gating, cfg.train.seed, m, data.n_entities), data,
                                      backbone, cfg.train, tmp_path)
                for m in ("ft", "corelm")}  # fmt: skip
     batches = {m: [b["input_ids"] for b in r.batches(1)] for m, r in recipes.items()}
@@ -141,9 +142,9 @@ def test_stage_items_write_metrics_for_the_three_models(tmp_path, monkeypatch):
 def test_accumulated_batches_count_as_one_optimizer_step(tmp_path):
     """train.accumulate: the warm-up and decay count optimizer steps, and so does the budget."""
     cfg = _settings(_corpus(tmp_path), epochs=1, accumulate=2, batch_size=1)
-    backbone = train.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
-    _, facts = train.train_model("ft", cfg, backbone, data, tmp_path / "ft")
+    _, facts = train.train_model("ft", cfg.gating, cfg.train, backbone, data, tmp_path / "ft")
     batches = facts["batches"]
     assert batches > 2 and facts["steps"] == -(-batches // 2)
     assert facts["effective_batch_size"] == 2 * cfg.train.batch_size
@@ -170,12 +171,12 @@ def test_held_out_perplexity_is_reported_on_test_not_on_the_selection_split(tmp_
 
 def test_ft_is_frozen_like_corelm_by_default_and_fully_fine_tuned_as_an_option(tmp_path):
     cfg = _settings(_corpus(tmp_path), epochs=1)
-    backbone = train.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
 
     def trainable(ft_backbone: str) -> set[str]:
         cfg.train.ft_backbone = ft_backbone
-        model = train.build_model(backbone, cfg, "ft", data.n_entities)
+        model = train.build_model(backbone, cfg.gating, cfg.train.seed, "ft", data.n_entities)
         recipe = train.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path)
         ids = {id(p) for p in recipe.trainable()}
         return {n for n, p in model.backbone.named_parameters() if id(p) in ids}
@@ -194,13 +195,13 @@ def test_gate_and_entity_settings_reach_the_model(tmp_path):
         "entity_path",
         "table",
     )
-    backbone = train.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     data = train.load_data(cfg.data, backbone.tokenizer)
-    model = train.build_model(backbone, cfg, "corelm", data.n_entities)
+    model = train.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     assert (model.gating.gate_form, model.gating.norm) == ("entity_ceiling", "entity_path")
     assert model.entities is not None and model.train_entity_mode == "table"
     with pytest.raises(ConfigError, match="flow_rate"):
-        parse_settings(train.TrainCoreLMSettings, {"gating": {"flow_rate": 1.5}}, "test")
+        parse_settings(stage.TrainCoreLMSettings, {"gating": {"flow_rate": 1.5}}, "test")
 
 
 def test_a_stride_longer_than_the_scoring_window_is_refused():
@@ -209,8 +210,8 @@ def test_a_stride_longer_than_the_scoring_window_is_refused():
                      "n_positions": 64}}  # fmt: skip
     for ev in ({"stride": 65}, {"block_size": 16, "stride": 17}, {"block_size": 65}):
         with pytest.raises(ConfigError):
-            parse_settings(train.TrainCoreLMSettings, {**base, "eval": ev}, "test")
-    ok = parse_settings(train.TrainCoreLMSettings, {**base, "eval": {"stride": 64}}, "test")
+            parse_settings(stage.TrainCoreLMSettings, {**base, "eval": ev}, "test")
+    ok = parse_settings(stage.TrainCoreLMSettings, {**base, "eval": {"stride": 64}}, "test")
     assert ok.eval.block_size is None and ok.eval.stride == 64
 
 
@@ -229,7 +230,7 @@ def test_an_annotation_run_s_view_names_its_corpus(tmp_path):
     path = tmp_path / "data" / "graphs" / "toy-run" / "corelm.parquet"
     write_table(path, CORELM_VIEW, view.rows, {"corpus": corpus, "run": "toy-run"})
     cfg = _settings("toy-run")
-    backbone = train.build_backbone(cfg)
+    backbone = stage.backbone_of(cfg)
     from_run = train.load_data(["toy-run"], backbone.tokenizer)
     from_corpus = train.load_data([corpus], backbone.tokenizer)
     assert len(from_run.documents) == 12 and from_run.documents == from_corpus.documents

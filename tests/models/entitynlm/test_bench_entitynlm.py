@@ -127,11 +127,10 @@ def test_bench_importance_sampling_of_the_pipelines_trained_model():
     documents it was evaluated on (a trained proposal is peaked: draws and entity states
     repeat, which the random weights above never show). Documents batched as the stage
     batches them (evaluation.batch_tokens); the RNNLM pass over the same batches."""
-    from flows.train_entitynlm import settings
+    from flows.train_entitynlm import prepare_data, settings
     from models.entitynlm.apply import load_entitynlm
     from models.entitynlm.data import document_text, token_batches
     from models.entitynlm.lm import EntityNLMMarginal, RNNLMScorer
-    from models.entitynlm.train import prepare_data
     from tasks.core.config import resolve_path
     from tasks.evaluation.lm import perplexity
 

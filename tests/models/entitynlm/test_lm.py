@@ -23,6 +23,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import settings_to_dict
 from tasks.evaluation import ngram
 from tasks.evaluation.lm import LMRequestError, UnknownLMError, perplexity
+from tasks.evaluation.ngram import NgramSettings
 from tests.models.entitynlm.helpers import doc, random_model, vocab_of
 
 NONE = (0, -1, 0)
@@ -177,8 +178,8 @@ def test_the_5gram_item_goes_through_the_contract(tmp_path):
 
     splits = _splits()
     vocab = Vocab.build(splits["train"])
-    out = ngram_item.train_ngram(splits, vocab, train.TrainEntityNLMSettings(runs=["run"]),
-                                 str(tmp_path / "5gram" / "model.arpa"))  # fmt: skip
+    out = ngram_item.train_ngram(splits, vocab, NgramSettings(),
+                                 str(tmp_path / "5gram" / "model.arpa"), dataset="run")  # fmt: skip
     model = ngram.load(tmp_path / "5gram" / "model.arpa")
     test = [vocab.unk(d.tokens) for d in splits["test"]]
     log10 = sum(s[0] for d in test for s in model.full_scores(" ".join(d), bos=True, eos=False))

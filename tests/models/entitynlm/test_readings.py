@@ -153,7 +153,7 @@ def test_the_contract_serves_the_marginal_and_the_readings_are_seeded():
 def test_the_training_metrics_carry_each_reading_per_seed_and_over_seeds():
     """importance_evaluation writes the draw readings per N (mean ± sd over sampling seeds);
     summarize gives every reading over training seeds, the marginal being the headline."""
-    from models.entitynlm import train
+    from flows.train_entitynlm import summarize
     from tests.models.entitynlm.test_train import _evaluate
 
     out, _ = _evaluate([2, 5])
@@ -169,7 +169,7 @@ def test_the_training_metrics_carry_each_reading_per_seed_and_over_seeds():
                         "train_tokens_per_s": None, "device": "cpu",
                         **{s: {**f, "joint_ppl": 10.0, "words_given_rel_ppl": gold}
                            for s, f in out.items()}})  # fmt: skip
-    summary = train.summarize("entitynlm", results)
+    summary = summarize("entitynlm", results)
     readings = summary["readings"]
     assert list(readings) == ["marginal", *DRAW_READINGS, "words_gold"]
     assert readings["marginal"]["test_ppl"] == summary["test_ppl"]
@@ -180,6 +180,6 @@ def test_the_training_metrics_carry_each_reading_per_seed_and_over_seeds():
     for r in old:  # seeds measured before the readings: no block
         r["test"] = {k: v for k, v in r["test"].items() if k != "readings"}
         r["dev"] = {k: v for k, v in r["dev"].items() if k != "readings"}
-    assert "readings" not in train.summarize("entitynlm", old)
-    assert "readings" not in train.summarize("rnnlm", [{**results[0], "model": "rnnlm",
+    assert "readings" not in summarize("entitynlm", old)
+    assert "readings" not in summarize("rnnlm", [{**results[0], "model": "rnnlm",
                                                         "dev": {"ppl": 3.0}}])  # fmt: skip

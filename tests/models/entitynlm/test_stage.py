@@ -30,13 +30,13 @@ def test_stage_trains_both_models_and_reports_perplexities(tmp_path, monkeypatch
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)  # artifacts/train_entitynlm/<model>/seed<k>
     splits = _splits()
     vocab = Vocab.build(splits["train"])
-    cfg = train.TrainEntityNLMSettings(
+    cfg = stage.TrainEntityNLMSettings(
         model=train.ModelSettings(embed_dim=8, hidden_size=8, l_max=3, min_count=1),
         train=train.TrainSettings(epochs=2, batch_tokens=64, threads=1, device="cpu"),
         evaluation=train.EvalSettings(samples=10, samples_grid=[3, 10], sampling_seeds=[1, 2]),
     )
     results = {k: stage.train_seed(k, 1, (splits, vocab), cfg, track=False) for k in train.MODELS}
-    enlm, rnn = (train.summarize(k, [results[k]]) for k in train.MODELS)
+    enlm, rnn = (stage.summarize(k, [results[k]]) for k in train.MODELS)
     assert enlm["vocab_size"] == rnn["vocab_size"] == len(vocab)
     assert enlm["test_ppl"]["mean"] > 1 and rnn["test_ppl"]["mean"] > 1
     assert enlm["selected"]["test"]["is_ppl"]["n"] == 2

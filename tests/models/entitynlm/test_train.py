@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+import flows.train_entitynlm as stage
 from models.entitynlm import train
 from models.entitynlm.data import Vocab
 from tasks.core.settings import ConfigError, parse_settings
@@ -133,7 +134,7 @@ def test_each_n_of_the_grid_gets_its_figure_and_the_headline_does_not_move_with_
     result = {"model": "entitynlm", "seed": 1, "vocab_size": 9, "documents": {}, "tokens": {},
               "epochs_run": 1, "best_epoch": 1, "train_tokens_per_s": None, "device": "cpu",
               **{s: {**f, "joint_ppl": 10.0} for s, f in out.items()}}  # fmt: skip
-    summary = train.summarize("entitynlm", [result])
+    summary = stage.summarize("entitynlm", [result])
     assert summary["is_samples"] == 5 and sorted(summary["test_ppl_by_samples"]) == ["2", "5"]
     assert summary["test_ppl_by_samples"]["5"] == summary["test_ppl"]
     dev_2 = out["dev"]["is_grid"]["2"]["is_ppl"]["mean"]

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from flows import rerank_entitynlm as rerank_stage
+from flows import train_entitynlm as stage
 from models.entitynlm import ngram as ngram_item
 from models.entitynlm import rerank, train
 from models.entitynlm.apply import (
@@ -34,8 +35,9 @@ from tests.models.entitynlm.test_stage import _splits
 def test_5gram_item_scores_the_rnnlms_tokens_without_eos(tmp_path):
     splits = _splits()
     vocab = Vocab.build(splits["train"])
-    cfg = train.TrainEntityNLMSettings(runs=["run"])
-    out = ngram_item.train_ngram(splits, vocab, cfg, str(tmp_path / "5gram" / "model.arpa"))
+    cfg = stage.TrainEntityNLMSettings(runs=["run"])
+    out = ngram_item.train_ngram(splits, vocab, cfg.ngram, str(tmp_path / "5gram" / "model.arpa"),
+                                 dataset="run")  # fmt: skip
     assert out["model"] == "5gram" and out["eos_counted"] is False
     assert (tmp_path / "5gram" / "model.arpa").read_text().startswith("\\data\\\nngram 1=")
     # the same token count as the RNNLM's perplexity on the same documents
