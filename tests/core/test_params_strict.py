@@ -93,7 +93,7 @@ NAMESPACE_CASES = [
     (
         "annotate.annotators.entity-id",
         "mentions",
-        "tasks.annotation.stage:plan('synthetic-entity-id')",
+        "flows.annotate:plan(settings(), 'synthetic-entity-id')",
     ),
 ]
 
