@@ -1,6 +1,7 @@
 """The annotation runs of params.yaml: (corpus, annotator) pairs, each one annotate@<run>
-and graphs@<run>; read here, apart from the annotation stage, because the graph stages read
-them too and should not depend on the annotation code."""
+and graphs@<run>; the section `annotate`, parsed here, apart from the annotation stage
+(flows/annotate.py), because the graph stages (flows/graphs.py, flows/view_*.py) read its
+runs too and should not depend on the annotation code."""
 
 from __future__ import annotations
 
@@ -103,11 +104,13 @@ def run_names() -> set[str]:
     return {*cfg.runs, *cfg.model_runs, *cfg.stanza_runs}
 
 
-def run_settings(run: str) -> RunEntry:
+def run_settings(run: str, cfg: AnnotateSettings | None = None) -> RunEntry:
     """annotate.runs.<run>, annotate.model_runs.<run> (runs of the own coreference model) or
     annotate.stanza_runs.<run> (Stanza with a trained model): the last two are separate DVC
-    foreach lists only so that their stage can depend on the checkpoint their settings name."""
-    cfg = settings()  # a run in two sections is refused here (AnnotateSettings.validate)
+    foreach lists only so that their stage can depend on the checkpoint their settings name.
+    `cfg`: the section already parsed (else it is parsed here)."""
+    # a run in two sections is refused where the section is parsed (AnnotateSettings.validate)
+    cfg = settings() if cfg is None else cfg
     sections = {"runs": cfg.runs, "model_runs": cfg.model_runs, "stanza_runs": cfg.stanza_runs}
     found = [k for k, runs in sections.items() if run in runs]
     if not found:

@@ -43,7 +43,7 @@ model/GA.py, Model.__init__: the forward CorefGRU reads the document, then the q
 ``mem_init=dmem[:,-1,:,:]`` (the document's chain memory carried into the query), and the
 backward one reads the query, then the document -- i.e. the one concatenation [context, query]
 decomposed both ways; "query_document" is the reverse. Fixed orders are an ablation beside the
-paper's, written as their own graph run (tasks/graphs/stage.py graph_run).
+paper's, written as their own graph run (tasks/graphs/runs.py graph_run).
 
 Mention span (graphs.mention_span): "annotated" keeps the annotation's spans, whose noun
 phrases include the determiner ("the kitchen", tasks/annotation/annotators/entity_id.py);

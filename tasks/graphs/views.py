@@ -26,8 +26,8 @@
   gives no cap on the number of entities; max_entities (None = none) maps ids beyond it to 0
   and counts them. An entity keeps one id in every layer.
 
-The encoders here read no settings: the view stages (tasks/graphs/stage.py, params.yaml
-view_entitynlm / view_corelm) pass them, and EntityNLM's inference (models/entitynlm apply and
+The encoders here read no settings: the view stages (flows/view_entitynlm.py and
+flows/view_corelm.py, params.yaml view_entitynlm / view_corelm) pass them, and EntityNLM's inference (models/entitynlm apply and
 rerank) encodes its candidate spans with the same `entitynlm_row`.
 """
 

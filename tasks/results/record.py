@@ -197,7 +197,7 @@ def _prediction_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
 
 
 def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
-    from tasks.graphs.stage import ablation_entry, graph_settings
+    from tasks.graphs.runs import ablation_entry, graph_settings
 
     path = root / "metrics" / "graphs" / f"{item}.json"
     if not path.is_file():

@@ -325,13 +325,13 @@ def test_worker_caches_follow_the_files(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.annotation import stage
+    from tasks.annotation import shards
 
     path = tmp_path / "documents.parquet"
     pq.write_table(pa.table({"doc_id": ["a"]}), path)
-    assert stage._table(str(path), stage._stamp(path)).num_rows == 1
+    assert shards._table(str(path), shards._stamp(path)).num_rows == 1
     pq.write_table(pa.table({"doc_id": ["a", "b"]}), path)
-    assert stage._table(str(path), stage._stamp(path)).num_rows == 2
+    assert shards._table(str(path), shards._stamp(path)).num_rows == 2
 
 
 @contextlib.contextmanager

@@ -17,9 +17,9 @@ CASES = {
     "download": ("tasks.corpora.ingest:download_settings('synthetic')", "timeout_s"),
     "normalize": ("tasks.corpora.ingest:normalize_settings('synthetic')", "dev_fraction"),
     "annotate": ("tasks.annotation.runs:settings()", "shard_size"),
-    "graphs": ("tasks.graphs.stage:graph_settings()", "edge_types"),
-    "view_entitynlm": ("tasks.graphs.stage:entitynlm_view_settings()", "long_mentions"),
-    "view_corelm": ("tasks.graphs.stage:corelm_view_settings()", "id_scope"),
+    "graphs": ("tasks.graphs.runs:graph_settings()", "edge_types"),
+    "view_entitynlm": ("flows.view_entitynlm:settings()", "long_mentions"),
+    "view_corelm": ("flows.view_corelm:settings()", "id_scope"),
     "kbest": ("flows.kbest:settings()", "encoder"),
     "lm_features": ("flows.lm_features:settings()", "batch_windows"),
     "train_mage.train": ("flows.train_mage:settings()", "epochs"),
@@ -93,7 +93,7 @@ NAMESPACE_CASES = [
     (
         "annotate.annotators.entity-id",
         "mentions",
-        "tasks.annotation.stage:plan('synthetic-entity-id')",
+        "flows.annotate:plan(settings(), 'synthetic-entity-id')",
     ),
 ]
 
@@ -189,9 +189,9 @@ BAD_NUMBERS = [
      "must be < 1, got 1.0"),
     ("train_mage.model_defaults", "dropout", 1.5, "flows.train_mage:settings()",
      "must be < 1, got 1.5"),
-    ("graphs", "edge_types", [], "tasks.graphs.stage:graph_settings()",
+    ("graphs", "edge_types", [], "tasks.graphs.runs:graph_settings()",
      "needs at least 1 item(s), got 0"),
-    ("view_entitynlm", "l_max", 0, "tasks.graphs.stage:entitynlm_view_settings()",
+    ("view_entitynlm", "l_max", 0, "flows.view_entitynlm:settings()",
      "must be >= 1, got 0"),
     ("train_entitynlm.evaluation", "samples", 0, "flows.train_entitynlm:settings()",
      "must be >= 1, got 0"),
@@ -212,7 +212,7 @@ BAD_NUMBERS = [
     ("rerank_entitynlm", "checkpoint", "/etc/passwd", "flows.rerank_entitynlm:settings()",
      "'/etc/passwd' is outside the project's artifacts"),
     ("entity_prediction.entitynlm", "checkpoint", "../../x",
-     "tasks.evaluation.entity_prediction_stage:settings()",
+     "flows.entity_prediction:settings()",
      "'../../x' is outside the project's artifacts"),
 ]  # fmt: skip
 
@@ -237,7 +237,7 @@ def test_a_bad_number_is_refused_naming_the_key(section, key, value, call, probl
 def test_slots_and_training_mentions_follow_one_nesting_rule(monkeypatch):
     """Entity prediction takes the EntityNLM view's nesting rule for its corpus
     (view_entitynlm.nested / nested_for); entity_prediction.nested may only restate it."""
-    from tasks.evaluation.entity_prediction_stage import protocol, settings
+    from flows.entity_prediction import protocol, settings
 
     data = copy.deepcopy(config.params())
     monkeypatch.setattr(config, "_load", lambda path: data)

@@ -1,4 +1,4 @@
-"""The entity_prediction stage's choices (tasks/evaluation/entity_prediction_stage.py): which
+"""The entity_prediction stage's choices (flows/entity_prediction.py): which
 test slots are scored (Modi et al.'s released targets or the rule), which predictors run on
 which split, and its settings as params.yaml gives them."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from flows import entity_prediction as stage
 from tasks.core import config
 from tasks.core.settings import ConfigError, parse_settings
 from tasks.evaluation import entity_prediction as ep
-from tasks.evaluation import entity_prediction_stage as stage
 
 
 def _doc(doc_id: str, split: str, n_sent: int = 5) -> dict:

@@ -223,9 +223,10 @@ def test_interrupted_annotation_resumes_from_finished_shards(fresh_repo):
     before, metrics_before = out.read_bytes(), metrics.read_bytes()
     # a run that finished only its first shard before being killed
     code = (
-        "from tasks.annotation.stage import plan, annotate_shard\n"
-        f"p = plan('{run}')\n"
-        f"annotate_shard('{run}', 0, p.shards[0]['doc_ids'], p.fingerprint)\n"
+        "from flows.annotate import plan, settings\n"
+        "from tasks.annotation.shards import annotate_shard\n"
+        f"p = plan(settings(), '{run}')\n"
+        "annotate_shard(p.job, 0, p.shards[0]['doc_ids'])\n"
         "print(len(p.shards))\n"
     )
     shards = int(run_ok([sys.executable, "-c", code], repo, env).split()[-1])

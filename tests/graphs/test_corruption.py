@@ -9,10 +9,11 @@ from collections import Counter
 
 import pytest
 
+from flows import graphs as graphs_flow
 from tasks.core import config, storage
 from tasks.core.schema import GRAPHS
 from tasks.core.settings import ConfigError, parse_settings
-from tasks.graphs import stage
+from tasks.graphs import runs
 from tasks.graphs.dags import Corruption, GraphError, build_graphs, corrupt_links
 from tests.graphs.test_order_span import _tables, stage_workspace
 
@@ -80,10 +81,10 @@ def test_graphs_with_no_corruption_are_the_papers():
 
 def test_the_settings_parse_strictly():
     entry = {"run": "r", "corpus": "c", "corrupt": "drop", "corrupt_rate": 0.25}
-    cfg = parse_settings(stage.GraphSettings, {"ablations": {"r-drop25": entry}}, "graphs")
+    cfg = parse_settings(runs.GraphSettings, {"ablations": {"r-drop25": entry}}, "graphs")
     assert cfg.ablations["r-drop25"].corruption() == Corruption("drop", 0.25, 1)
     with pytest.raises(ConfigError, match="graphs.ablations.r-drop25.corrupt_rate"):
-        parse_settings(stage.GraphSettings,
+        parse_settings(runs.GraphSettings,
                        {"ablations": {"r-drop25": {**entry, "corrupt_rate": 2}}}, "graphs")  # fmt: skip
 
 
@@ -91,7 +92,7 @@ def test_the_stage_scores_the_corrupted_links_against_the_annotation(tmp_path, m
     root = stage_workspace(tmp_path, monkeypatch)
     cells = {"r-drop100": {"run": "r", "corpus": "c", "corrupt": "drop", "corrupt_rate": 1.0}}
     monkeypatch.setattr(config, "params", lambda section, path=None: {"ablations": cells})
-    report = stage.build_ablation("r-drop100")
+    report = graphs_flow.build_variant("r-drop100")
     scores = report["coreference_against_annotation"]
     assert scores["muc_f1"] == 0.0 and 0 < scores["conll_f1"] < 100  # B3/CEAF credit singletons
     written = json.loads((tmp_path / "metrics/graphs/r-drop100.json").read_text())

@@ -10,11 +10,12 @@ from collections import Counter
 
 import pytest
 
+from flows import graphs as graphs_flow
 from tasks.annotation.runs import RunEntry
 from tasks.core import config, storage
 from tasks.core.schema import DOCUMENTS, GRAPHS, ITEMS, MENTIONS, QUERY_MENTIONS
 from tasks.core.settings import ConfigError, parse_settings
-from tasks.graphs import stage
+from tasks.graphs import runs
 from tasks.graphs.dags import GraphError, build_graphs, segment_order, trim_determiners
 
 SEQ, COREF = 0, 1
@@ -109,17 +110,17 @@ def test_no_determiner_moves_the_coreference_edges_onto_the_nouns():
 
 
 def test_every_variant_is_its_own_graph_run():
-    assert stage.graph_run("babi") == "babi"
-    assert stage.graph_run("babi", order="document_query") == "babi-document-query"
-    assert stage.graph_run("babi", mention_span="no_determiner") == "babi-no-determiner"
+    assert runs.graph_run("babi") == "babi"
+    assert runs.graph_run("babi", order="document_query") == "babi-document-query"
+    assert runs.graph_run("babi", mention_span="no_determiner") == "babi-no-determiner"
     assert (
-        stage.graph_run("babi", placement="sentence", order="query_document",
+        runs.graph_run("babi", placement="sentence", order="query_document",
                         mention_span="no_determiner")
         == "babi-sentence-query-document-no-determiner"
     )  # fmt: skip
-    assert stage.placement_run("babi", "sentence") == "babi-sentence"
+    assert runs.placement_run("babi", "sentence") == "babi-sentence"
     cells = {
-        stage.graph_run("r", placement=p, order=o, mention_span=s)
+        runs.graph_run("r", placement=p, order=o, mention_span=s)
         for p in ("paper", "sentence")
         for o in ("random", "document_query", "query_document")
         for s in ("annotated", "no_determiner")
@@ -128,12 +129,12 @@ def test_every_variant_is_its_own_graph_run():
 
 
 def test_settings_are_parsed_strictly():
-    cfg = parse_settings(stage.GraphSettings, {"order": "document_query"}, "graphs")
+    cfg = parse_settings(runs.GraphSettings, {"order": "document_query"}, "graphs")
     assert (cfg.order, cfg.mention_span) == ("document_query", "annotated")
     with pytest.raises(ConfigError, match="graphs.order"):
-        parse_settings(stage.GraphSettings, {"order": "doc_first"}, "graphs")
+        parse_settings(runs.GraphSettings, {"order": "doc_first"}, "graphs")
     with pytest.raises(ConfigError, match="graphs.mention_span"):
-        parse_settings(stage.GraphSettings, {"mention_span": "bare"}, "graphs")
+        parse_settings(runs.GraphSettings, {"mention_span": "bare"}, "graphs")
 
 
 def stage_workspace(tmp_path, monkeypatch):
@@ -146,12 +147,13 @@ def stage_workspace(tmp_path, monkeypatch):
     storage.write_table(root / "docs" / f"{ITEMS}.parquet", ITEMS, items)
     storage.write_table(root / "m" / f"{MENTIONS}.parquet", MENTIONS, mentions)
     storage.write_table(root / "m" / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, query_mentions)
-    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("c", "a"))
-    monkeypatch.setattr(stage, "run_names", lambda: {"r"})
-    monkeypatch.setattr(stage, "docs_dir", lambda corpus: root / "docs")
-    monkeypatch.setattr(stage, "mentions_dir", lambda run: root / "m")
-    monkeypatch.setattr(stage, "graphs_dir", lambda run: root / "graphs" / run)
-    monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
+    for module in (graphs_flow, runs):
+        monkeypatch.setattr(module, "run_settings", lambda run: RunEntry("c", "a"))
+    monkeypatch.setattr(runs, "run_names", lambda: {"r"})
+    monkeypatch.setattr(graphs_flow, "docs_dir", lambda corpus: root / "docs")
+    monkeypatch.setattr(graphs_flow, "mentions_dir", lambda run: root / "m")
+    monkeypatch.setattr(graphs_flow, "graphs_dir", lambda run: root / "graphs" / run)
+    monkeypatch.setattr(graphs_flow, "resolve_path", lambda p: tmp_path / p)
     return root
 
 
@@ -161,8 +163,6 @@ def test_the_stage_writes_a_variant_beside_the_papers_table(tmp_path, monkeypatc
     graph_params = {"seed": 13, "ablations": {"r-document-query-no-determiner": cell}}
     monkeypatch.setattr(config, "params", lambda section, path=None: graph_params)
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
-    from flows import graphs as graphs_flow
-
     graphs_flow.main(["--run", "r"])
     # a grid cell (issue #33.11) is a DVC item: graphs_ablation@<its graph run> (issue #54.3)
     graphs_flow.main(["--ablation", "r-document-query-no-determiner"])
@@ -189,9 +189,9 @@ def test_an_ablation_entry_names_its_table_and_reads_its_run_corpus(monkeypatch,
     lets a model entry's `data:` say which variant it trains on."""
     from tasks.core.errors import CorefreproError
 
-    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("c", "a"))
-    monkeypatch.setattr(stage, "run_names", lambda: {"r"})
+    monkeypatch.setattr(runs, "run_settings", lambda run: RunEntry("c", "a"))
+    monkeypatch.setattr(runs, "run_names", lambda: {"r"})
     ablations = {name: entry} if entry else {}
-    cfg = stage.GraphSettings(ablations={k: stage.GraphAblation(**v) for k, v in ablations.items()})
+    cfg = runs.GraphSettings(ablations={k: runs.GraphAblation(**v) for k, v in ablations.items()})
     with pytest.raises(CorefreproError, match=re.escape(error)):
-        stage.ablation_entry(cfg, name)
+        runs.ablation_entry(cfg, name)

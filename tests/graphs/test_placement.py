@@ -9,7 +9,7 @@ import pytest
 
 from flows import train_mage as mage_stage
 from tasks.core.settings import parse_settings
-from tasks.graphs import stage
+from tasks.graphs import runs
 from tasks.graphs.dags import (
     GraphError,
     Segment,
@@ -81,8 +81,8 @@ def test_placement_is_named_in_the_metadata_and_checked():
     assert "coreference_placement" not in graph_metadata(["sequential", "coreference"])
     with pytest.raises(GraphError, match="placement"):
         with_placement(["coreference"], "middle")
-    assert stage.placement_run("babi", "sentence") == "babi-sentence"
-    assert stage.placement_run("babi", "paper") == "babi"
+    assert runs.placement_run("babi", "sentence") == "babi-sentence"
+    assert runs.placement_run("babi", "paper") == "babi"
 
 
 def test_build_graphs_with_sentence_placement():

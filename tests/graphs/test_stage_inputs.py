@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from flows import view_corelm, view_entitynlm
 from tasks.annotation.runs import RunEntry
 from tasks.core import storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS, QUERY_MENTIONS
-from tasks.graphs import stage
 
 
 def _docs(corpus: str) -> list[dict]:
@@ -39,15 +39,16 @@ def layout(tmp_path, monkeypatch):
     storage.write_table(docs / "a" / f"{DOCUMENTS}.parquet", DOCUMENTS, _docs("a"))
     storage.write_table(docs / "a" / f"{ITEMS}.parquet", ITEMS, [])
     storage.write_table(mentions / "r" / f"{QUERY_MENTIONS}.parquet", QUERY_MENTIONS, [])
-    monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("a", "x"))
-    monkeypatch.setattr(stage, "docs_dir", lambda corpus: docs / corpus)
-    monkeypatch.setattr(stage, "mentions_dir", lambda run: mentions / run)
-    monkeypatch.setattr(stage, "graphs_dir", lambda run: tmp_path / "graphs" / run)
-    monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
+    for stage in (view_entitynlm, view_corelm):
+        monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("a", "x"))
+        monkeypatch.setattr(stage, "docs_dir", lambda corpus: docs / corpus)
+        monkeypatch.setattr(stage, "mentions_dir", lambda run: mentions / run)
+        monkeypatch.setattr(stage, "graphs_dir", lambda run: tmp_path / "graphs" / run)
+        monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
     return mentions / "r" / f"{MENTIONS}.parquet"
 
 
-@pytest.mark.parametrize("build", [stage.build_entitynlm, stage.build_corelm])
+@pytest.mark.parametrize("build", [view_entitynlm.build, view_corelm.build])
 def test_a_mentions_table_of_another_corpus_is_refused(layout, tmp_path, build):
     storage.write_table(layout, MENTIONS, _mentions("b"))
     with pytest.raises(CorefreproError, match=r"mentions\.parquet: 2 of 2 documents are not in"):
@@ -55,7 +56,7 @@ def test_a_mentions_table_of_another_corpus_is_refused(layout, tmp_path, build):
     assert not (tmp_path / "graphs").exists()
 
 
-@pytest.mark.parametrize("build", [stage.build_entitynlm, stage.build_corelm])
+@pytest.mark.parametrize("build", [view_entitynlm.build, view_corelm.build])
 def test_the_same_corpus_passes(layout, build):
     storage.write_table(layout, MENTIONS, _mentions("a"))
     assert build("r")
