@@ -55,7 +55,8 @@ def test_bench_pinned_vs_native_step_per_family():
         for _ in range(ROUNDS):
             for mode in runs:
                 runs[mode].append(_probe(family, mode))
-        rows.append((family, {m: [statistics.median(c) for c in zip(*r)] for m, r in runs.items()}))
+        medians = {m: [statistics.median(c) for c in zip(*r, strict=True)] for m, r in runs.items()}
+        rows.append((family, medians))
     print(f"\nCPU step time, 1 thread, median of {ROUNDS} rounds x {REPEATS} steps")
     print("| family | pinned (s) | native (s) | pinned / native |\n|---|---|---|---|")
     for family, m in rows:
