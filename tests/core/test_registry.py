@@ -32,7 +32,9 @@ def test_a_lazy_member_is_imported_on_first_lookup_only():
 def test_an_unknown_name_names_the_setting_and_the_known_ones():
     reg = Registry("corpus", {"babi": "tasks.corpora.babi"}, setting="params.yaml corpora",
                    error=Refused)  # fmt: skip
-    with pytest.raises(Refused, match=r"unknown corpus 'bAbI' \(params.yaml corpora\); known: babi"):
+    with pytest.raises(
+        Refused, match=r"unknown corpus 'bAbI' \(params.yaml corpora\); known: babi"
+    ):
         reg["bAbI"]
 
 
@@ -48,7 +50,12 @@ def test_every_registry_of_the_project_is_one():
     for reg in (corpora.REGISTRY, annotators.MODULES, models_registry.FAMILIES,
                 models_registry.LANGUAGE_MODELS, dags.EDGE_TYPES, lm._REGISTRY):  # fmt: skip
         assert isinstance(reg, Registry)
-    assert list(models_registry.FAMILIES) == ["mage", "coref", "entitynlm", "corelm"]  # report order
+    assert list(models_registry.FAMILIES) == [
+        "mage",
+        "coref",
+        "entitynlm",
+        "corelm",
+    ]  # report order
     assert corpora.get("handmade").__name__ == "tasks.corpora.handmade"
     with pytest.raises(CorefreproError, match="unknown annotator 'entityid'"):
         annotators.get("entityid")
