@@ -43,9 +43,10 @@ def _register(root: Path) -> None:
     """The one registry line, appended to FAMILIES."""
     path = root / "models" / "registry.py"
     text = path.read_text()
-    head, brace, rest = text.partition("FAMILIES: dict[str, str] = {\n")
-    body, close, tail = rest.partition("}\n")
-    path.write_text(head + brace + body + REGISTRY_LINE + close + tail)
+    head, name, rest = text.partition("FAMILIES")  # a dict, or Registry("...", {...}, ...)
+    before, brace, rest = rest.partition("{\n")
+    body, close, tail = rest.partition("}")
+    path.write_text(head + name + before + brace + body + REGISTRY_LINE + close + tail)
 
 
 def _project_copy(root: Path) -> None:
