@@ -9,7 +9,8 @@ no record says so.
 A claim (paper_results.yaml `claims`) compares two rows of a paper table: the paper's
 difference b − a (its figures are the table's, not transcribed twice) beside ours, the mean ±
 sd of the per-seed paired differences over the seeds both records have. The status:
-- `no record`: a side has no record (or not every column of an average); `no paired seeds`:
+- `no record`: a side has no record (or not every column of an average), `not run: <why>`
+  where the claim states why (its `not_run`); `no paired seeds`:
   both have one, but no seed in common (a seedless baseline, a figure stated as mean ± sd);
 - `single seed`: fewer than two paired seeds, which carry no direction claim;
 - `reproduced (direction)`: our mean difference has the paper's sign and exceeds its sd;
@@ -43,6 +44,7 @@ class Claim:
     metric: str  # the record's metric
     items: dict[str, str] = field(default_factory=dict)  # model key -> record item, if other
     differs: str = ""  # how our records' protocol or data differ from the paper's, in a line
+    not_run: str = ""  # why no record exists yet (data unavailable, its cost), shown as the status
 
 
 def parse_claims(spec: Mapping[str, Any], where: str) -> list[Claim]:
@@ -144,7 +146,8 @@ def claim_figures(claim: Claim, table: Mapping[str, Any],
     first = records.get(ids[claim.b][0]) if columns else None
     found = [i for m in (claim.a, claim.b) for i in ids[m] if i in records]
     if a is None or b is None:
-        return ClaimFigures(pa, pb, paper_diff, [], None, DASH, "no record", first, found)
+        state = f"not run: {claim.not_run}" if claim.not_run and not found else "no record"
+        return ClaimFigures(pa, pb, paper_diff, [], None, DASH, state, first, found)
     paired = [b[s] - a[s] for s in a if s in b]
     shown, state = status(paper_diff, paired)
     unpaired = None

@@ -39,6 +39,23 @@ def test_a_claim_reads_the_papers_table_and_our_paired_seed_differences():
     assert avg[4] == "—" and avg[7].startswith("no record")  # qa1 has no record
 
 
+def test_a_claim_not_run_says_why_until_a_record_exists():
+    spec = {**SPEC, "claims": [{**SPEC["claims"][0], "not_run": "GPU scale"}]}
+    (row,) = [
+        line.split(" | ")
+        for line in claims_section(spec, {}, "spec")
+        if line.startswith("| b beats")
+    ]
+    assert row[7] == "not run: GPU scale"
+    records = {"x/a-qa2": _record({"1": 50.0, "2": 60.0})}  # one side run: the gap is a record's
+    (row,) = [
+        line.split(" | ")
+        for line in claims_section(spec, records, "spec")
+        if line.startswith("| b beats")
+    ]
+    assert row[7] == "no record"
+
+
 def test_one_seed_carries_no_direction_and_the_opposite_sign_is_not_reproduced():
     assert status(-5.0, [-3.0]) == ("-3.00 (1 seed)", "single seed")
     assert status(-5.0, [3.0, 4.0])[1] == "not reproduced"
