@@ -4,8 +4,8 @@
 
 params.yaml annotate.runs.<run> (or model_runs.<run>, stanza_runs.<run>) names the corpus and the
 annotator; data/docs/<corpus>/ is read, and data/mentions/<run>/{mentions,query_mentions}.parquet
-is written. Documents are annotated in shards on the configured task runner: threads,
-processes, or dask (a LocalCluster under Prefect, a process pool without it; or, with
+is written. Documents are annotated in shards on the configured executor: threads,
+processes, or dask (a LocalCluster of annotate.workers, with or without Prefect; or, with
 annotate.dask_address or DASK_SCHEDULER_ADDRESS, the running scheduler there). Each finished
 shard is kept in data/cache/annotate/ under a fingerprint of its inputs, so an interrupted run
 resumes where it stopped. Where the corpus has gold coreference, the run is scored against it

@@ -39,6 +39,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import docs_dir
 from tasks.core.settings import ConfigError, bounded, load_stage_settings, settings_to_dict
 from tasks.evaluation.significance import (
     TRIALS,
@@ -104,7 +105,7 @@ def _test(counts_a: np.ndarray, counts_b: np.ndarray, cfg: CompareCorefSettings)
 
 def compare(cfg: CompareCorefSettings, coref: train_coref.TrainCorefSettings) -> dict[str, Any]:
     """The stage's numbers: pooled over the seeds and seed by seed."""
-    by_corpus = {c: load_splits([c], drop_singletons=coref.drop_singletons)[cfg.split]
+    by_corpus = {c: load_splits([docs_dir(c)], drop_singletons=coref.drop_singletons)[cfg.split]
                  for c in coref.corpora}  # fmt: skip
     docs = [d for corpus_docs in by_corpus.values() for d in corpus_docs]
     if not docs:

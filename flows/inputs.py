@@ -9,7 +9,8 @@ LAMBADA retrained coreference) or not at all on what it read (a model entry's `d
 This stage depends on the folders and on the settings that choose from them; its output
 holds the sha256 of just the item's inputs, and the training item depends on that file: it
 reruns when, and only when, what it reads changes. The items' reads come from the training
-stages' own plans (flows/train_coref.py, flows/train_mage.py, flows/train_stanza_coref.py).
+stages' own plans (flows/train_coref.py, flows/train_mage.py, flows/train_stanza_coref.py,
+flows/train_entitynlm.py, flows/train_corelm.py).
 """
 
 from __future__ import annotations
@@ -58,8 +59,24 @@ def mage_inputs(item: str) -> list[Path]:
     return [stage.model_graphs(stage.settings(), item)]
 
 
+def entitynlm_inputs(item: str) -> list[Path]:
+    """train_entitynlm (every model): the EntityNLM views of its runs (flows/train_entitynlm.py)."""
+    import flows.train_entitynlm as stage
+
+    return list(stage.view_files(stage.settings()).values())
+
+
+def corelm_inputs(item: str) -> list[Path]:
+    """train_corelm (every model): its training views and evaluation corpora
+    (flows/train_corelm.py input_paths)."""
+    import flows.train_corelm as stage
+
+    return stage.input_paths(stage.settings())
+
+
 PLANS = {"train_coref": coref_inputs, "train_stanza_coref": stanza_coref_inputs,
-         "train_mage": mage_inputs}  # fmt: skip
+         "train_mage": mage_inputs, "train_entitynlm": entitynlm_inputs,
+         "train_corelm": corelm_inputs}  # fmt: skip
 
 
 def digest(path: Path) -> str:

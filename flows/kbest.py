@@ -29,7 +29,7 @@ from tasks.core import storage
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import docs_dir
+from tasks.core.layout import docs_dir, kbest_dir
 from tasks.core.progress import Progress
 from tasks.core.schema import KBEST
 from tasks.core.settings import (
@@ -81,10 +81,6 @@ def settings() -> KbestSettings:
 def checkpoint_path(cfg: KbestSettings) -> Path:
     """artifacts/train_coref/<kbest.encoder>/seed<kbest.seed>/best.pt (what train_coref writes)."""
     return artifact_dir("train_coref", cfg.encoder, cfg.seed) / BEST
-
-
-def kbest_dir(corpus: str) -> Path:
-    return resolve_path("data/kbest") / corpus
 
 
 def metrics_path(corpus: str) -> Path:

@@ -25,7 +25,8 @@ from models.entitynlm.apply import EntityNLMScorer, load_entitynlm
 from tasks.core import storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
-from tasks.core.layout import check_checkpoint_path
+from tasks.core.layout import check_checkpoint_path, docs_dir, kbest_dir
+from tasks.core.schema import KBEST
 from tasks.core.settings import bounded, load_stage_settings, settings_to_dict
 from tasks.evaluation.significance import TRIALS
 from tasks.training.loop import torch_threads
@@ -77,7 +78,13 @@ def run(corpus: str, cfg: RerankSettings | None = None, *, track: bool = True) -
     with torch_threads(cfg.threads):
         pair, vocab = load_entitynlm(resolve_path(cfg.checkpoint))
         scorer = EntityNLMScorer(pair, vocab, batch=cfg.batch)
-        report = rerank.rerank_corpus(corpus, scorer, trials=cfg.trials, seed=cfg.seed)
+        report = rerank.rerank_corpus(
+            kbest_dir(corpus) / f"{KBEST}.parquet",
+            docs_dir(corpus),
+            scorer,
+            trials=cfg.trials,
+            seed=cfg.seed,
+        )
     if scorer.unscored:
         log.warning("%s: %d document(s) have no words for the LM (masked text?), their 1-best "
                     "stands: %s", corpus, len(scorer.unscored), ", ".join(scorer.unscored[:5]))  # fmt: skip

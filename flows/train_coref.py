@@ -39,7 +39,7 @@ import numpy as np
 
 from flows import lm_features
 from flows.runtime import flow, run_cli, task, torchrun
-from models.coref.data import DEFAULT_CORPORA, CorefDocument, load_splits, resolve_vectors
+from models.coref.data import CorefDocument, load_splits, resolve_vectors
 from models.coref.features import WordFeatures, training_features
 from models.coref.train import (
     CorefModelSettings,
@@ -53,6 +53,7 @@ from tasks.core.checkpoints import jsonable, pick_device
 from tasks.core.config import params
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import mirror_setting, shared_download_settings
+from tasks.core.layout import docs_dir
 from tasks.core.settings import (
     ConfigError,
     Name,
@@ -82,7 +83,7 @@ STAGE = "train_coref"
 class TrainCorefSettings:
     """params.yaml train_coref, checked whole before any training starts."""
 
-    corpora: list[Name] = bounded(list(DEFAULT_CORPORA), min_items=1)
+    corpora: list[Name] = bounded(["gum", "litbank"], min_items=1)
     drop_singletons: bool = True
     seeds: list[int] = bounded([1], min_items=1)
     model: dict[str, Any] = field(default_factory=dict)  # CorefModelSettings keys
@@ -141,7 +142,7 @@ class CorefData:
 def prepare_data(encoder: str, cfg: TrainCorefSettings) -> CorefData:
     """What every seed of `encoder` reads: the splits of train_coref.corpora, glove_path
     resolved (download settings, mirror) and the LM features when lm_features is set."""
-    splits = load_splits(cfg.corpora, drop_singletons=cfg.drop_singletons)
+    splits = load_splits(map(docs_dir, cfg.corpora), drop_singletons=cfg.drop_singletons)
     log.info("%s on %s: %s documents", encoder, "+".join(cfg.corpora),
              {split: len(docs) for split, docs in splits.items()})  # fmt: skip
     mcfg = resolve_model(encoder_model_cfg(cfg, encoder))

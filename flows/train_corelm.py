@@ -33,6 +33,7 @@ from typing import Any
 
 from flows.runtime import flow, run_cli, task, torchrun
 from models.corelm.backbone import Backbone, TinySettings
+from models.corelm.evaluate import EvalData
 from models.corelm.train import (
     MODELS,
     CoreLMData,
@@ -40,17 +41,20 @@ from models.corelm.train import (
     CoreLMTrain,
     EvalSettings,
     GatingSettings,
+    Source,
     build_backbone,
     check_model,
     check_sizes,
     load_data,
     tiny_size_problems,
     train_and_evaluate,
+    view_corpus,
 )
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.fetch import mirror_setting
+from tasks.core.layout import docs_dir, raw_dir, view_file
 from tasks.core.settings import WritePath, bounded, settings_to_dict, stage_settings
 from tasks.core.tracking import PAPERS, log_checkpoint, log_metrics, tracked_run
 from tasks.training.family import Family
@@ -109,10 +113,50 @@ def model_dir(model: str) -> Path:
 # --------------------------------------------------------------------------- 3. plan
 
 
+def data_sources(names: Sequence[str]) -> list[Source]:
+    """train_corelm.data: each name an annotation run with a CoreLM view (flows/view_corelm.py;
+    its corpus from the view's metadata) or a corpus with gold mentions."""
+    sources = []
+    for name in names:
+        view, docs = view_file(name, "corelm"), docs_dir(name)
+        if view.is_file():
+            sources.append(Source(name, docs_dir(view_corpus(view, name)), view))
+        elif (docs / "mentions.parquet").is_file():
+            sources.append(Source(name, docs))
+        else:
+            raise CorefreproError(f"{STAGE}.data: {name} is neither a view ({view}) nor a corpus "
+                                  f"with gold mentions ({docs / 'mentions.parquet'})")  # fmt: skip
+    return sources
+
+
+def eval_data(ev: EvalSettings) -> EvalData:
+    """Where the evaluation reads: the eval settings' corpora and runs, resolved."""
+
+    def folder(corpus: str | None) -> Path | None:
+        return docs_dir(corpus) if corpus else None
+
+    def view(run: str | None) -> Path | None:
+        return view_file(run, "corelm") if run else None
+
+    return EvalData(wikitext2=folder(ev.wikitext2), wikitext103=folder(ev.wikitext103),
+                    lambada=folder(ev.lambada), cbt=folder(ev.cbt),
+                    lambada_raw=raw_dir(ev.lambada) if ev.lambada else None,
+                    lambada_coref=view(ev.lambada_coref_run), cbt_coref=view(ev.cbt_coref_run))  # fmt: skip
+
+
+def input_paths(cfg: TrainCoreLMSettings) -> list[Path]:
+    """What every model of the stage reads (flows/inputs.py digests it): the training sources'
+    views and documents' folders, and the evaluation's folders and views. An evaluation input
+    that is absent is skipped by its reader, so here too."""
+    paths = [p for s in data_sources(cfg.data) for p in (s.view, s.docs) if p is not None]
+    paths += [p for p in dataclasses.astuple(eval_data(cfg.eval)) if p is not None]
+    return [p for p in dict.fromkeys(paths) if p.exists()]
+
+
 def backbone_of(cfg: TrainCoreLMSettings, mirror: str | None = None) -> Backbone:
     """The backbone the settings name (the tiny one's tokenizer trained on train_corelm.data's
     training texts; a gpt2 one's from the BPE files of `mirror`, the download.mirror)."""
-    return build_backbone(cfg.backbone, cfg.data, tiny=cfg.tiny, cache_dir=cfg.cache_dir,
+    return build_backbone(cfg.backbone, data_sources(cfg.data), tiny=cfg.tiny, cache_dir=cfg.cache_dir,
                           seed=cfg.train.seed, mirror=mirror)  # fmt: skip
 
 
@@ -123,7 +167,7 @@ def prepare_data(cfg: TrainCoreLMSettings, *, mirror: str | None = None
     with torch_threads(cfg.train.threads):
         backbone = backbone_of(cfg, mirror)
         check_sizes(backbone, cfg.gating, cfg.train, cfg.eval, STAGE)
-        return backbone, load_data(cfg.data, backbone.tokenizer)
+        return backbone, load_data(data_sources(cfg.data), backbone.tokenizer)
 
 
 # --------------------------------------------------------------------------- 4. outputs
@@ -154,8 +198,8 @@ def train_one_seed(item: str, seed: int, data: tuple[Backbone, CoreLMData],
     train = dataclasses.replace(settings.train, seed=int(seed))
     backbone, corpus = data
     return train_and_evaluate(item, backbone, corpus, settings.gating, train, settings.eval,
-                              out_dir, backbone_name=settings.backbone,
-                              log_metrics=log_metrics)  # fmt: skip
+                              out_dir, eval_data=eval_data(settings.eval),
+                              backbone_name=settings.backbone, log_metrics=log_metrics)  # fmt: skip
 
 
 FAMILY = Family(

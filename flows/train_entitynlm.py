@@ -46,6 +46,7 @@ from models.entitynlm.train import (
 )
 from tasks.core.checkpoints import jsonable
 from tasks.core.errors import CorefreproError
+from tasks.core.layout import view_file
 from tasks.core.settings import (
     ConfigError,
     bounded,
@@ -93,13 +94,24 @@ def settings() -> TrainEntityNLMSettings:
 ARPA = f"artifacts/{STAGE}/{ngram.ITEM}/model.arpa"  # the 5-gram item's model
 
 
+def view_files(cfg: TrainEntityNLMSettings) -> dict[str, Path]:
+    """annotation run -> its EntityNLM view (flows/view_entitynlm.py): what every model of
+    the stage reads (flows/inputs.py digests them)."""
+    return {run: view_file(run, "entitynlm") for run in cfg.runs}
+
+
 # --------------------------------------------------------------------------- 3. plan
 
 
 def prepare_data(cfg: TrainEntityNLMSettings):
     """({split: documents}, vocabulary of the training split) as the settings say: the data
     every seed of every model of the stage reads."""
-    return load_data(cfg.runs, cfg.model, drop_singletons=cfg.drop_singletons,
+    views = view_files(cfg)
+    missing = [run for run, path in views.items() if not path.is_file()]
+    if missing:
+        raise CorefreproError(f"{STAGE}.runs: no EntityNLM view of {missing} "
+                              f"(run `dvc repro view_entitynlm@{missing[0]}`)")  # fmt: skip
+    return load_data(views, cfg.model, drop_singletons=cfg.drop_singletons,
                      max_documents=cfg.max_documents)  # fmt: skip
 
 

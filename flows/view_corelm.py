@@ -25,7 +25,7 @@ from flows.runtime import flow, run_cli, task
 from tasks.annotation.runs import run_settings
 from tasks.core import storage
 from tasks.core.config import resolve_path
-from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
+from tasks.core.layout import docs_dir, mentions_dir, view_file
 from tasks.core.schema import CORELM_VIEW
 from tasks.core.settings import bounded, load_stage_settings
 from tasks.graphs.annotated import log_dropped, read_annotation
@@ -56,7 +56,7 @@ def settings() -> CoreLMViewSettings:
 
 
 def table_path(run: str) -> Path:
-    return graphs_dir(run) / "corelm.parquet"
+    return view_file(run, "corelm")
 
 
 def metrics_path(run: str) -> Path:

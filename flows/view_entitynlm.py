@@ -27,7 +27,7 @@ from flows.runtime import flow, run_cli, task
 from tasks.annotation.runs import run_settings
 from tasks.core import storage
 from tasks.core.config import resolve_path
-from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
+from tasks.core.layout import docs_dir, mentions_dir, view_file
 from tasks.core.schema import ENTITYNLM_VIEW
 from tasks.core.settings import bounded, load_stage_settings
 from tasks.graphs.annotated import log_dropped, read_annotation
@@ -69,7 +69,7 @@ def settings() -> EntityNLMViewSettings:
 
 
 def table_path(run: str) -> Path:
-    return graphs_dir(run) / "entitynlm.parquet"
+    return view_file(run, "entitynlm")
 
 
 def metrics_path(run: str) -> Path:

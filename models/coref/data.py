@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,6 @@ from tasks.core.fetch import Archive, DownloadSettings, Source
 from tasks.core.schema import DOCUMENTS, MENTIONS, SPLITS
 
 PAD, UNK = "<pad>", "<unk>"
-DEFAULT_CORPORA = ("gum", "litbank")
 MAX_TOKEN_CHARS = 30  # characters per token seen by the char CNN (GUM has 295-char URLs)
 
 Span = tuple[int, int]
@@ -110,18 +109,13 @@ def load_corpus(
 
 
 def load_splits(
-    corpora: Sequence[str] = DEFAULT_CORPORA,
-    *,
-    docs_root: str | Path | None = None,
-    drop_singletons: bool = True,
+    folders: Iterable[str | Path], *, drop_singletons: bool = True
 ) -> dict[str, list[CorefDocument]]:
-    """{split: documents} over several corpora (data/docs/<corpus>/, or docs_root/<corpus>/)."""
-    from tasks.core.layout import docs_dir
-
+    """{split: documents} over several corpora, each its documents' folder (the stage
+    resolves data/docs/<corpus>/)."""
     splits: dict[str, list[CorefDocument]] = {s: [] for s in SPLITS}
-    for corpus in corpora:
-        directory = Path(docs_root) / corpus if docs_root is not None else docs_dir(corpus)
-        for doc in load_corpus(directory, drop_singletons=drop_singletons):
+    for folder in folders:
+        for doc in load_corpus(folder, drop_singletons=drop_singletons):
             splits[doc.split].append(doc)
     return splits
 
@@ -376,7 +370,6 @@ def gold_clusters(docs: Iterable[CorefDocument]) -> dict[str, list[list[Span]]]:
 
 
 __all__ = [
-    "DEFAULT_CORPORA",
     "CorefDocument",
     "CorefVocab",
     "Pretrained",

@@ -30,13 +30,27 @@ import torch
 from models.corelm.lm import CoreLMScorer
 from models.registry import language_model
 from tasks.core.errors import DataError
-from tasks.core.layout import docs_dir, graphs_dir, raw_dir
 from tasks.core.storage import read_table, write_json
 from tasks.corpora.lambada import TASK, TASK_OPENAI, released_passages
 from tasks.corpora.wikitext import detokenize
 from tasks.evaluation.lm import BLANK, ClozeItem, cbt, lambada, perplexity
 
 log = logging.getLogger("corefrepro.train_corelm")
+
+
+@dataclass(frozen=True)
+class EvalData:
+    """Where the evaluation reads, resolved by the stage from its eval settings: each corpus's
+    documents' folder, LAMBADA's released files and the coreference runs' CoreLM views (None:
+    not evaluated)."""
+
+    wikitext2: Path | None = None
+    wikitext103: Path | None = None
+    lambada: Path | None = None
+    lambada_raw: Path | None = None
+    lambada_coref: Path | None = None
+    cbt: Path | None = None
+    cbt_coref: Path | None = None
 
 
 def scorers(model_name: str, model, backbone, ev, device) -> dict[str, CoreLMScorer]:
@@ -74,21 +88,21 @@ def heldout(lms, data, ev) -> dict[str, Any]:
     return {name: _ppl(lm, texts) for name, lm in lms.items()}
 
 
-def _documents(corpus: str | None, split: str) -> list[dict] | None:
-    if not corpus:
+def _documents(folder: Path | None, split: str) -> list[dict] | None:
+    if folder is None:
         return None
-    path = docs_dir(corpus) / "documents.parquet"
+    path = folder / "documents.parquet"
     if not path.is_file():
         return None
     return [d for d in read_table(path).to_pylist() if d["split"] == split]
 
 
-def wikitext(lms, corpus: str | None, split: str, max_words: int | None) -> dict[str, Any]:
+def wikitext(lms, folder: Path | None, split: str, max_words: int | None) -> dict[str, Any]:
     """WikiText as lm-evaluation-harness's wikitext task scores it: each article detokenized
     (tasks/corpora/wikitext.py `detokenize`), words and bytes counted on the original WikiText
     tokens (`perplexity`'s originals), rolling windows of the model's context. max_words: the
     first that many original words (a CPU budget; the metrics count them)."""
-    docs = _documents(corpus, split)
+    docs = _documents(folder, split)
     if not docs:
         return {}
     originals, budget = [], max_words
@@ -104,25 +118,26 @@ def wikitext(lms, corpus: str | None, split: str, max_words: int | None) -> dict
     return {name: _ppl(lm, texts, originals) for name, lm in lms.items() if "+coref" not in name}
 
 
-def wikitext2(lms, ev) -> dict[str, Any]:
-    return wikitext(lms, ev.wikitext2, ev.wikitext2_split, ev.wikitext2_max_words)
+def wikitext2(lms, ev, where: EvalData) -> dict[str, Any]:
+    return wikitext(lms, where.wikitext2, ev.wikitext2_split, ev.wikitext2_max_words)
 
 
-def wikitext103(lms, ev) -> dict[str, Any]:
-    return wikitext(lms, ev.wikitext103, ev.wikitext103_split, ev.wikitext103_max_words)
+def wikitext103(lms, ev, where: EvalData) -> dict[str, Any]:
+    return wikitext(lms, where.wikitext103, ev.wikitext103_split, ev.wikitext103_max_words)
 
 
-def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
-    if not ev.lambada:
+def _lambada_passages(ev, where: EvalData) -> tuple[list[str], list[dict]] | None:
+    if where.lambada is None:
         return None
-    path = docs_dir(ev.lambada) / "items.parquet"
+    path = where.lambada / "items.parquet"
     if not path.is_file():
         return None
-    docs = {d["doc_id"]: d for d in _documents(ev.lambada, ev.lambada_split) or []}
-    released = released_passages(raw_dir(ev.lambada))
+    docs = {d["doc_id"]: d for d in _documents(where.lambada, ev.lambada_split) or []}
+    raw = where.lambada_raw
+    released = released_passages(raw) if raw is not None else {}
     if not released:
         log.warning("eval.lambada %s: no released passages in %s; scoring the words joined "
-                    "by spaces", ev.lambada, raw_dir(ev.lambada))  # fmt: skip
+                    "by spaces", ev.lambada, raw)  # fmt: skip
     task = lambada_task(ev)
     items = [i for i in read_table(path).to_pylist() if i["doc_id"] in docs and i["task"] == task]
     if not items:
@@ -130,8 +145,7 @@ def _lambada_passages(ev) -> tuple[list[str], list[dict]] | None:
         return None
     items = items[: ev.lambada_max_items or None]
     rows = [docs[i["doc_id"]] for i in items]
-    where = raw_dir(ev.lambada)
-    return [_released(d, i, released, where) for d, i in zip(rows, items, strict=True)], rows
+    return [_released(d, i, released, raw) for d, i in zip(rows, items, strict=True)], rows
 
 
 def lambada_task(ev) -> str:
@@ -155,12 +169,12 @@ def _released(doc: dict, item: dict, released: dict[str, str], where: Path) -> s
     return text
 
 
-def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
-    loaded = _lambada_passages(ev)
+def lambada_eval(lms, ev, where: EvalData, items_out: dict) -> dict[str, Any]:
+    loaded = _lambada_passages(ev, where)
     if not loaded:
         return {}
     passages, docs = loaded
-    coref = _lambada_coref(ev)
+    coref = _coref_run(where.lambada_coref, ev.lambada_coref_run, "lambada_coref_run")
     out = {}
     for name, lm in lms.items():
         if "+coref" in name:
@@ -180,19 +194,14 @@ def lambada_eval(lms, ev, items_out: dict) -> dict[str, Any]:
     return out
 
 
-def _coref_run(run: str | None, what: str) -> dict[str, list[int]] | None:
+def _coref_run(view: Path | None, run: str | None, what: str) -> dict[str, list[int]] | None:
     """doc_id -> layer-0 word entity ids of an annotate run's CoreLM view (None: no run)."""
-    if not run:
+    if view is None:
         return None
-    path = graphs_dir(run) / "corelm.parquet"
-    if not path.is_file():
-        log.warning("%s %s: no %s: CoreLM+coref on it skipped", what, run, path)
+    if not view.is_file():
+        log.warning("%s %s: no %s: CoreLM+coref on it skipped", what, run, view)
         return None
-    return {r["doc_id"]: r["entity_ids"] for r in read_table(path).to_pylist() if r["layer"] == 0}
-
-
-def _lambada_coref(ev) -> dict[str, list[int]] | None:
-    return _coref_run(ev.lambada_coref_run, "lambada_coref_run")
+    return {r["doc_id"]: r["entity_ids"] for r in read_table(view).to_pylist() if r["layer"] == 0}
 
 
 @dataclass
@@ -206,14 +215,14 @@ class CBTQuestion:
     query: list[str]  # the question's words, one of them XXXXX
 
 
-def cbt_questions(ev) -> dict[str, list[CBTQuestion]]:
+def cbt_questions(ev, where: EvalData) -> dict[str, list[CBTQuestion]]:
     """CBT questions by type (task), from data/docs/<cbt>/items.parquet."""
-    if not ev.cbt:
+    if where.cbt is None:
         return {}
-    path = docs_dir(ev.cbt) / "items.parquet"
+    path = where.cbt / "items.parquet"
     if not path.is_file():
         return {}
-    docs = {d["doc_id"]: d for d in read_table(docs_dir(ev.cbt) / "documents.parquet").to_pylist()}
+    docs = {d["doc_id"]: d for d in read_table(where.cbt / "documents.parquet").to_pylist()}
     by_task: dict[str, list[CBTQuestion]] = {}
     for it in read_table(path).to_pylist():
         if not it["candidates"] or BLANK not in it["query"]:
@@ -231,9 +240,9 @@ def cbt_questions(ev) -> dict[str, list[CBTQuestion]]:
     return {t: v[: ev.cbt_max_items or None] for t, v in sorted(by_task.items())}
 
 
-def cbt_items(ev) -> dict[str, list[ClozeItem]]:
+def cbt_items(ev, where: EvalData) -> dict[str, list[ClozeItem]]:
     """CBT questions by type (task), from data/docs/<cbt>/items.parquet."""
-    return {t: [q.item for q in qs] for t, qs in cbt_questions(ev).items()}
+    return {t: [q.item for q in qs] for t, qs in cbt_questions(ev, where).items()}
 
 
 def annotate_cbt(lm: CoreLMScorer, questions: list[CBTQuestion], coref: dict[str, list[int]]
@@ -253,10 +262,10 @@ def annotate_cbt(lm: CoreLMScorer, questions: list[CBTQuestion], coref: dict[str
     return n
 
 
-def cbt_eval(lms, ev, items_out: dict) -> dict[str, Any]:
+def cbt_eval(lms, ev, where: EvalData, items_out: dict) -> dict[str, Any]:
     out = {}
-    coref = _coref_run(ev.cbt_coref_run, "cbt_coref_run")
-    for task, questions in cbt_questions(ev).items():
+    coref = _coref_run(where.cbt_coref, ev.cbt_coref_run, "cbt_coref_run")
+    for task, questions in cbt_questions(ev, where).items():
         items = [q.item for q in questions]
         for name, lm in lms.items():
             if "+coref" in name:
@@ -282,16 +291,17 @@ def _brief(result: dict) -> str:
                      for name, v in result.items())  # fmt: skip
 
 
-def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -> dict[str, Any]:
+def evaluate_all(model_name, model, backbone, data, ev, where: EvalData, device, out_dir: Path
+                 ) -> dict[str, Any]:  # fmt: skip
     lms = scorers(model_name, model, backbone, ev, device)
     items: dict[str, list[bool]] = {}
     results: dict[str, Any] = {
         "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words "
         "(WikiText: the original tokens, the text scored detokenized as the harness's wikitext)"
     }
-    steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev),
-             "wikitext103": lambda: wikitext103(lms, ev),
-             "lambada": lambda: lambada_eval(lms, ev, items), "cbt": lambda: cbt_eval(lms, ev, items)}  # fmt: skip
+    steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev, where),
+             "wikitext103": lambda: wikitext103(lms, ev, where),
+             "lambada": lambda: lambada_eval(lms, ev, where, items), "cbt": lambda: cbt_eval(lms, ev, where, items)}  # fmt: skip
     with torch.no_grad():
         for key, run in steps.items():
             t0 = time.perf_counter()
@@ -303,4 +313,4 @@ def evaluate_all(model_name, model, backbone, data, ev, device, out_dir: Path) -
     return results
 
 
-__all__ = ["annotate_cbt", "cbt_items", "cbt_questions", "evaluate_all", "scorers"]
+__all__ = ["EvalData", "annotate_cbt", "cbt_items", "cbt_questions", "evaluate_all", "scorers"]

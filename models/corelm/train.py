@@ -35,11 +35,12 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import pyarrow.parquet as pq
 import torch
 
 from models.corelm import data as cdata
@@ -56,7 +57,6 @@ from models.corelm.model import (
 )
 from tasks.core.checkpoints import seed_everything
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import docs_dir, graphs_dir
 from tasks.core.settings import bounded, settings_to_dict
 from tasks.core.storage import read_table
 from tasks.training.loop import (
@@ -196,25 +196,34 @@ def check_sizes(backbone: Backbone, gating: GatingSettings, train: CoreLMTrain,
 # --------------------------------------------------------------------------- data
 
 
-def _view_rows(name: str) -> tuple[Path, list[dict]]:
-    """(docs dir, CoreLM view rows) of an annotate run (its view file) or of a corpus (its
-    gold mentions, view built here with the view_corelm defaults)."""
-    view = graphs_dir(name) / "corelm.parquet"
-    if view.is_file():
-        table = read_table(view)
-        corpus = (table.schema.metadata or {}).get(b"corpus")  # the view stage writes it
-        if not corpus:
-            raise CorefreproError(f"{view}: no corpus in its metadata; rebuild it with "
-                                  f"`dvc repro -f view_corelm@{name}`")  # fmt: skip
-        return docs_dir(corpus.decode()), table.to_pylist()
-    mentions = docs_dir(name) / "mentions.parquet"
-    if not mentions.is_file():
-        raise CorefreproError(f"train_corelm.data: {name} is neither a view ({view}) nor a corpus "
-                              f"with gold mentions ({mentions})")  # fmt: skip
+def view_corpus(view: Path, name: str) -> str:
+    """The corpus an annotate run's CoreLM view annotates (the view stage writes it into the
+    table's metadata)."""
+    corpus = (pq.read_schema(view).metadata or {}).get(b"corpus")
+    if not corpus:
+        raise CorefreproError(f"{view}: no corpus in its metadata; rebuild it with "
+                              f"`dvc repro -f view_corelm@{name}`")  # fmt: skip
+    return corpus.decode()
+
+
+@dataclass(frozen=True)
+class Source:
+    """One training source: its documents' folder and its CoreLM view (an annotation run's
+    view file; None: a corpus whose gold mentions make the view here, with the view_corelm
+    defaults)."""
+
+    name: str
+    docs: Path
+    view: Path | None = None
+
+
+def _view_rows(source: Source) -> list[dict]:
+    if source.view is not None:
+        return read_table(source.view).to_pylist()
     from tasks.graphs.views import build_corelm_view
 
-    docs = read_table(docs_dir(name) / "documents.parquet")
-    return docs_dir(name), build_corelm_view(docs, read_table(mentions)).rows
+    docs = read_table(source.docs / "documents.parquet")
+    return build_corelm_view(docs, read_table(source.docs / "mentions.parquet")).rows
 
 
 @dataclass
@@ -228,33 +237,32 @@ class CoreLMData:
         return [i for i in self.instances if i.split == split and (i.layer == 0 or not layer0)]
 
 
-def load_data(names: list[str], tokenizer: Any) -> CoreLMData:
+def load_data(sources: Sequence[Source], tokenizer: Any) -> CoreLMData:
     instances, documents, top = [], {}, 0
-    for name in names:
-        ddir, rows = _view_rows(name)
-        docs = read_table(ddir / "documents.parquet").to_pylist()
+    for source in sources:
+        rows = _view_rows(source)
+        docs = read_table(source.docs / "documents.parquet").to_pylist()
         documents.update({d["doc_id"]: d for d in docs})
         inst = cdata.build_instances(tokenizer, docs, rows, id_offset=top)
         instances.extend(inst)
         top = max([top, *(max(i.entities, default=0) for i in inst)])
-    return CoreLMData(instances, documents, top, names)
+    return CoreLMData(instances, documents, top, [s.name for s in sources])
 
 
-def train_texts(names: list[str]) -> list[str]:
+def train_texts(sources: Sequence[Source]) -> list[str]:
     """The training documents' texts (the tiny backbone's tokenizer is trained on them)."""
     texts = []
-    for name in names:
-        ddir, _ = _view_rows(name)
-        for d in read_table(ddir / "documents.parquet").to_pylist():
+    for source in sources:
+        for d in read_table(source.docs / "documents.parquet").to_pylist():
             if d["split"] == "train":
                 texts.append(" ".join(d["tokens"]))
     return texts
 
 
-def build_backbone(name: str, data: list[str], *, tiny: TinySettings, cache_dir: str | Path,
+def build_backbone(name: str, data: Sequence[Source], *, tiny: TinySettings, cache_dir: str | Path,
                    seed: int, mirror: str | None = None) -> Backbone:  # fmt: skip
     """The backbone `name` (tiny | gpt2 | smollm2 | a directory); the tiny one's tokenizer
-    trained on the training texts of `data` (annotate runs or corpora)."""
+    trained on the training texts of `data`."""
     texts = train_texts(data) if name == "tiny" else ()
     return load_backbone(name, texts=texts, tiny=tiny, cache_dir=cache_dir, seed=seed,
                          mirror=mirror)  # fmt: skip
@@ -475,11 +483,12 @@ def check_model(item: str) -> None:
 
 def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating: GatingSettings,
                        train: CoreLMTrain, evaluation: EvalSettings, out_dir: str | Path, *,
-                       backbone_name: str, log_metrics: Callable[..., None] | None = None,
-                       ) -> dict[str, Any]:  # fmt: skip
+                       eval_data: Any, backbone_name: str,
+                       log_metrics: Callable[..., None] | None = None) -> dict[str, Any]:  # fmt: skip
     """One model of Tables 1-2 (item: zeroshot | ft | corelm) on the backbone `backbone_name`
     and the windows of `corpus`: train it (unless zeroshot), save the standalone artifact,
-    evaluate every available benchmark; its metrics."""
+    evaluate every available benchmark (eval_data: evaluate.EvalData, where they are); its
+    metrics."""
     from models.corelm import evaluate as ev
 
     check_model(item)
@@ -492,7 +501,9 @@ def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating
         save_standalone(item, model, backbone, out_dir)
         device = Precision.choose(train).device
         model.to(device)
-        results = ev.evaluate_all(item, model, backbone, corpus, evaluation, device, out_dir)
+        results = ev.evaluate_all(
+            item, model, backbone, corpus, evaluation, eval_data, device, out_dir
+        )
     return {
         "model": item,
         "backbone": backbone_name,

@@ -26,12 +26,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 
 import torch
 
 from tasks.core import storage
 from tasks.core.errors import CorefreproError
-from tasks.core.layout import graphs_dir
 from tasks.core.schema import ENTITYNLM_VIEW
 
 UNK, NUM, PAD = "unk", "num", "<pad>"
@@ -108,16 +108,11 @@ def remaining_is_start(remaining: Sequence[int], i: int) -> bool:
     return remaining[i] > 0 and (i == 0 or remaining[i - 1] <= 1)
 
 
-def load_view(runs: Sequence[str], *, drop_singletons: bool = True) -> list[Document]:
-    """Preprocessed documents of data/graphs/<run>/entitynlm.parquet for each run, in order;
-    doc_ids are prefixed with the run so corpora cannot collide."""
+def load_view(views: Mapping[str, Path], *, drop_singletons: bool = True) -> list[Document]:
+    """Preprocessed documents of each annotation run's EntityNLM view (run -> its parquet
+    file), in order; doc_ids are prefixed with the run so corpora cannot collide."""
     docs = []
-    for run in runs:
-        path = graphs_dir(run) / "entitynlm.parquet"
-        if not path.exists():
-            raise CorefreproError(
-                f"{path} is missing: run `dvc repro view_entitynlm@{run}` (train_entitynlm.runs)"
-            )
+    for run, path in views.items():
         for row in storage.read_table(path, ENTITYNLM_VIEW).to_pylist():
             row["doc_id"] = f"{run}/{row['doc_id']}"
             docs.append(preprocess(row, drop_singletons=drop_singletons))

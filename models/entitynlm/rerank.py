@@ -228,18 +228,17 @@ def evaluate(
 
 
 def load_corpus(
-    corpus: str, *, annotator: str = "gold"
+    kbest_file: Path, docs_folder: Path, *, annotator: str = "gold"
 ) -> tuple[dict[str, list[Candidate]], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(k-best candidates, documents by id, {split: gold key}) of data/kbest + data/docs."""
+    """(k-best candidates, documents by id, {split: gold key}) of a corpus's k-best export and
+    its documents' folder."""
     from tasks.core import storage
-    from tasks.core.config import resolve_path
-    from tasks.core.layout import docs_dir
     from tasks.core.schema import DOCUMENTS, MENTIONS
     from tasks.evaluation.coref import clusters_from_mentions
 
-    candidates = read_kbest(resolve_path("data/kbest") / corpus / "kbest.parquet")
-    docs = storage.read_table(docs_dir(corpus) / f"{DOCUMENTS}.parquet", DOCUMENTS).to_pylist()
-    mentions = storage.read_table(docs_dir(corpus) / f"{MENTIONS}.parquet", MENTIONS)
+    candidates = read_kbest(kbest_file)
+    docs = storage.read_table(docs_folder / f"{DOCUMENTS}.parquet", DOCUMENTS).to_pylist()
+    mentions = storage.read_table(docs_folder / f"{MENTIONS}.parquet", MENTIONS)
     gold = clusters_from_mentions(mentions, annotator=annotator)
     keys: dict[str, dict[str, Any]] = {}
     for doc in docs:
@@ -247,9 +246,11 @@ def load_corpus(
     return candidates, {d["doc_id"]: d for d in docs}, keys
 
 
-def rerank_corpus(corpus: str, scorer: Scorer | Any, **options: Any) -> RerankReport:
+def rerank_corpus(
+    kbest_file: Path, docs_folder: Path, scorer: Scorer | Any, **options: Any
+) -> RerankReport:
     """evaluate() on a corpus's kbest export with its gold dev and test documents."""
-    candidates, documents, keys = load_corpus(corpus)
+    candidates, documents, keys = load_corpus(kbest_file, docs_folder)
     scores = lm_scores(candidates, documents, scorer)
     return evaluate(candidates, scores, keys.get("dev", {}), keys.get("test", {}), **options)
 

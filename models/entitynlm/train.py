@@ -153,19 +153,20 @@ class EvalSettings:
 
 
 def load_data(
-    runs: Sequence[str],
+    views: Mapping[str, Path],
     model: ModelSettings,
     *,
     drop_singletons: bool = True,
     max_documents: Mapping[str, int | None] | None = None,
 ) -> tuple[dict, Vocab]:
-    """({split: documents}, vocabulary of the training split): the EntityNLM views of the
-    annotation `runs` preprocessed (§4), split and capped (`max_documents` per split), the
+    """({split: documents}, vocabulary of the training split): the EntityNLM views (annotation
+    run -> its entitynlm.parquet) preprocessed (§4), split and capped (`max_documents` per split), the
     vocabulary as the model settings say (min_count, max_vocab)."""
-    docs = load_view(list(runs), drop_singletons=drop_singletons)
+    docs = load_view(views, drop_singletons=drop_singletons)
     splits = split_documents(docs, dict(max_documents or {}))
+    runs = list(views)
     if not splits["train"] or not splits["dev"]:
-        raise CorefreproError(f"{STAGE}: runs {list(runs)} give no train or no dev documents")
+        raise CorefreproError(f"{STAGE}: runs {runs} give no train or no dev documents")
     vocab = Vocab.build(splits["train"], model.min_count, model.max_vocab)
     log.info("%s: documents %s, vocabulary %d", "+".join(runs),
              {s: len(d) for s, d in splits.items()}, len(vocab))  # fmt: skip

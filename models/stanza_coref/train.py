@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import random
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,13 +53,13 @@ from tasks.core.checkpoints import jsonable, pick_device
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_write_target
 from tasks.core.progress import Progress
-from tasks.core.settings import ConfigError, Name, WritePath, bounded, settings_to_dict
+from tasks.core.settings import ConfigError, WritePath, bounded, settings_to_dict
 from tasks.evaluation.coref import as_metrics, score_coreference
 from tasks.training.loop import torch_threads
 
 log = logging.getLogger("corefrepro.train_stanza_coref")
 
-STAGE = "train_stanza_coref"
+SECTION = "train_stanza_coref"  # Stanza Config's section (saved in the checkpoint), the params key
 MODEL_FILE = "model.pt"
 EVAL_METRICS = ("muc", "bcub", "ceafe", "mentions")
 # state dicts of a Stanza checkpoint that predicting does not need (coref_processor.py)
@@ -111,10 +110,11 @@ class StanzaConfigSettings:
 
 
 @dataclass
-class TrainStanzaCorefSettings:
-    """params.yaml train_stanza_coref, checked whole before any work."""
+class StanzaRun:
+    """One training run of Stanza's coreference model: the encoder, Stanza's Config fields, the
+    seed and where it runs. The stage's settings section (flows/train_stanza_coref.py) adds the
+    corpora it reads."""
 
-    corpora: list[Name] = bounded(["synthetic", "handmade"], min_items=1)
     drop_singletons: bool = True  # train without clusters of one mention (CoNLL-2012)
     exclude_singletons: bool = True  # and score without them (train_coref's convention)
     encoder: str = "tiny"  # tiny | minilm | smollm2 | a local directory (encoder.py)
@@ -124,15 +124,10 @@ class TrainStanzaCorefSettings:
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)
     eval_splits: list[Literal["dev", "test"]] = field(default_factory=lambda: ["dev", "test"])
-    # per split, N documents of each corpus drawn with the seed (a CPU budget); None = all
-    max_documents: dict[Literal["train", "dev", "test"], int | None] = field(default_factory=dict)
     stanza: StanzaConfigSettings = field(default_factory=StanzaConfigSettings)
 
     def validate(self, path: str) -> None:
         check_encoder(self.encoder)
-        small = {k: v for k, v in self.max_documents.items() if v is not None and v < 1}
-        if small:
-            raise ConfigError(f"{path}.max_documents: must be >= 1 or null, got {small}")
         if self.encoder == "tiny" and self.stanza.bert_window_size > self.tiny.max_positions:
             raise ConfigError(
                 f"{path}.stanza.bert_window_size: {self.stanza.bert_window_size} exceeds "
@@ -140,21 +135,16 @@ class TrainStanzaCorefSettings:
             )
 
 
-def encoder_label(cfg: TrainStanzaCorefSettings) -> str:
-    """The MLflow item: the encoder's name, or its folder's name."""
-    return cfg.encoder if "/" not in cfg.encoder else Path(cfg.encoder).name
-
-
 # --------------------------------------------------------------------------- Stanza's Config
 
 
-def stanza_config(cfg: TrainStanzaCorefSettings, encoder: Path, out_dir: Path,
+def stanza_config(cfg: StanzaRun, encoder: Path, out_dir: Path,
                   files: Mapping[str, Path], device: str) -> Any:  # fmt: skip
     """Stanza's Config for one training run: cfg.stanza plus the stage's paths and encoder."""
     from stanza.models.coref.config import Config
 
     return Config(
-        section=STAGE,
+        section=SECTION,
         data_dir=portable(out_dir / "data"),
         save_dir=portable(out_dir),
         save_name=MODEL_FILE,
@@ -256,7 +246,7 @@ def stanza_dev_scores(scores: tuple) -> dict[str, float]:
             "stanza_dev_span_conll": float(scores[-1])}  # fmt: skip
 
 
-def fit(cfg: TrainStanzaCorefSettings, config: Any, n_docs: int, label: str,
+def fit(cfg: StanzaRun, config: Any, n_docs: int, label: str,
         sink: Callable[[Mapping[str, float], int | None], None] | None) -> list[dict]:  # fmt: skip
     """CorefModel(config).train(): Stanza's loop, seeded as stanza/models/wl_coref.py's train
     mode seeds it (set_random_seed, deterministic cuDNN); the per-epoch dev scores."""
@@ -328,10 +318,10 @@ def fresh_dir(out_dir: Path) -> Path:
 
 def train_and_evaluate(
     splits: Mapping[str, Sequence[CorefDocument]],
-    cfg: TrainStanzaCorefSettings,
+    cfg: StanzaRun,
     out_dir: str | Path,
     *,
-    label: str = STAGE,
+    label: str = SECTION,
     log_metrics: Callable[[Mapping[str, float], int | None], None] | None = None,
 ) -> dict[str, Any]:
     """Convert, prepare the encoder, train with Stanza's loop, score the best checkpoint.
@@ -339,7 +329,7 @@ def train_and_evaluate(
     Writes <out_dir>/{model.pt, data/, encoder/ (tiny)}; returns the metrics."""
     if not splits.get("train") or not splits.get("dev"):
         raise CorefreproError(
-            f"{STAGE}: training needs train and dev documents (got "
+            f"{SECTION}: training needs train and dev documents (got "
             f"{len(splits.get('train') or [])} train, {len(splits.get('dev') or [])} dev)"
         )
     started = time.perf_counter()
@@ -369,11 +359,11 @@ def train_and_evaluate(
     })  # fmt: skip
 
 
-def _check_window(cfg: TrainStanzaCorefSettings, encoder: EncoderFolder) -> None:
+def _check_window(cfg: StanzaRun, encoder: EncoderFolder) -> None:
     positions = encoder.max_positions
     if positions is not None and cfg.stanza.bert_window_size > positions:
         raise ConfigError(
-            f"{STAGE}.stanza.bert_window_size: {cfg.stanza.bert_window_size} exceeds the "
+            f"{SECTION}.stanza.bert_window_size: {cfg.stanza.bert_window_size} exceeds the "
             f"encoder's {positions} positions ({encoder.path})"
         )
 
@@ -384,50 +374,14 @@ def _drop_resume_files(out_dir: Path) -> None:
         path.unlink()
     shutil.rmtree(out_dir / "stanza_conll", ignore_errors=True)
     if not (out_dir / MODEL_FILE).is_file():
-        raise CorefreproError(f"{STAGE}: Stanza's training wrote no {MODEL_FILE} in {out_dir}")
-
-
-# --------------------------------------------------------------------------- the DVC stage
-
-
-def run_params(cfg: TrainStanzaCorefSettings, splits) -> dict[str, Any]:
-    """What the MLflow run records as parameters."""
-    return {
-        "corpora": list(cfg.corpora), "encoder": cfg.encoder, "seed": cfg.seed,
-        "drop_singletons": cfg.drop_singletons, "device": cfg.device, "threads": cfg.threads,
-        "stanza": settings_to_dict(cfg.stanza),
-        **({"tiny": settings_to_dict(cfg.tiny)} if cfg.encoder == "tiny" else {}),
-        "documents": {split: len(docs) for split, docs in splits.items()},
-    }  # fmt: skip
-
-
-def sample_documents(
-    splits: Mapping[str, Sequence[CorefDocument]], caps: Mapping[str, int | None], seed: int
-) -> dict[str, list[CorefDocument]]:
-    """Per split, at most caps[split] documents of each corpus (the doc_id's "<corpus>/"
-    prefix), drawn with `seed` from the doc_id order and kept in that order."""
-    out: dict[str, list[CorefDocument]] = {}
-    for split, docs in splits.items():
-        cap = caps.get(split)
-        by_corpus: dict[str, list[CorefDocument]] = {}
-        for doc in sorted(docs, key=lambda d: d.doc_id):
-            by_corpus.setdefault(doc.doc_id.split("/")[0], []).append(doc)
-        kept = [d for group in by_corpus.values() for d in _draw(group, cap, seed)]
-        out[split] = sorted(kept, key=lambda d: d.doc_id) if cap is not None else list(docs)
-    return out
-
-
-def _draw(group: list[CorefDocument], cap: int | None, seed: int) -> list[CorefDocument]:
-    if cap is None or len(group) <= cap:
-        return group
-    return random.Random(seed).sample(group, cap)
+        raise CorefreproError(f"{SECTION}: Stanza's training wrote no {MODEL_FILE} in {out_dir}")
 
 
 __all__ = [
     "MODEL_FILE",
-    "STAGE",
+    "SECTION",
     "StanzaConfigSettings",
-    "TrainStanzaCorefSettings",
+    "StanzaRun",
     "evaluate",
     "stanza_config",
     "train_and_evaluate",

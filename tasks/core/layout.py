@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
@@ -111,6 +112,7 @@ RAW_ROOT = "data/raw"
 DOCS_ROOT = "data/docs"
 MENTIONS_ROOT = "data/mentions"
 GRAPHS_ROOT = "data/graphs"
+KBEST_ROOT = "data/kbest"
 
 
 def raw_dir(corpus: str) -> Path:
@@ -127,3 +129,14 @@ def mentions_dir(run: str) -> Path:
 
 def graphs_dir(run: str) -> Path:
     return resolve_path(GRAPHS_ROOT) / check_name(run, "run")
+
+
+def kbest_dir(corpus: str) -> Path:
+    """The k-best coreference trees of a corpus (flows/kbest.py writes kbest.parquet there)."""
+    return resolve_path(KBEST_ROOT) / check_name(corpus, "corpus")
+
+
+def view_file(run: str, family: Literal["entitynlm", "corelm"]) -> Path:
+    """A family's view of an annotation run (flows/view_<family>.py writes it, the family's
+    training reads it): data/graphs/<run>/<family>.parquet."""
+    return graphs_dir(run) / f"{family}.parquet"

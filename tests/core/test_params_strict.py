@@ -89,7 +89,7 @@ NAMESPACE_CASES = [
     ("download.cbt", "question_splits", "tasks.corpora.ingest:download_settings('cbt')"),
     ("normalize.inscript", "multi_chain", "tasks.corpora.ingest:normalize_settings('inscript')"),
     ("normalize.cnn", "max_items", "tasks.corpora.ingest:normalize_settings('cnn')"),
-    ("derive.synthetic-mix", "candidates", "tasks.graphs.derive:settings('synthetic-mix')"),
+    ("derive.synthetic-mix", "candidates", "flows.derive:settings('synthetic-mix')"),
     (
         "annotate.annotators.entity-id",
         "mentions",

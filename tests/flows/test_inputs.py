@@ -57,5 +57,31 @@ def test_training_items_depend_on_their_inputs_file_not_on_whole_folders():
     deps = {name: (stage.get("do") or stage)["deps"] for name, stage in stages.items()}
     assert deps["train_coref"][0] == "data/inputs/train_coref/${key}.json"
     assert "data/inputs/train_mage/${item.model}.json" in deps["train_mage"]
-    for name in ("train_coref", "train_stanza_coref", "train_mage"):
-        assert not {"data/docs", "data/features", "data/graphs"} & set(deps[name]), name
+    assert "data/inputs/train_entitynlm.json" in deps["train_entitynlm"]
+    assert "data/inputs/train_corelm.json" in deps["train_corelm"]
+    assert "data/inputs/train_coref/${compare_coref.b}.json" in deps["compare_coref"]
+    for name in ("train_coref", "train_stanza_coref", "train_mage", "train_entitynlm",
+                 "train_corelm", "compare_coref"):  # fmt: skip
+        assert not {"data/docs", "data/features", "data/graphs", "data/raw"} & set(deps[name]), name
+
+
+def test_entitynlm_and_corelm_read_their_runs_views_not_every_graph(tmp_path, monkeypatch):
+    import flows.train_corelm as corelm_stage
+    import flows.train_entitynlm as entitynlm_stage
+
+    monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
+    cfg = dataclasses.replace(entitynlm_stage.settings(), runs=["gum-gold"])
+    monkeypatch.setattr(entitynlm_stage, "settings", lambda: cfg)
+    assert [p.relative_to(tmp_path).as_posix() for p in inputs.entitynlm_inputs("rnnlm")] == [
+        "data/graphs/gum-gold/entitynlm.parquet"
+    ]
+    _corpus(tmp_path, "gum")
+    _corpus(tmp_path, "lambada")
+    (tmp_path / "data/raw/lambada").mkdir(parents=True)
+    ccfg = corelm_stage.settings()
+    ccfg = dataclasses.replace(
+        ccfg, data=["gum"], eval=dataclasses.replace(ccfg.eval, lambada="lambada")
+    )
+    monkeypatch.setattr(corelm_stage, "settings", lambda: ccfg)
+    got = [p.relative_to(tmp_path).as_posix() for p in inputs.corelm_inputs("ft")]
+    assert got == ["data/docs/gum", "data/docs/lambada", "data/raw/lambada"]  # no other corpus

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import flows.derive as derive
 from tasks.core import storage
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import DOCUMENTS, ITEMS, MENTIONS
 from tasks.corpora import ingest
-from tasks.graphs import derive
 from tasks.graphs.babi_mix import BABI_ALTERNATES
 from tests.conftest import copy_checkout, run_ok
 

@@ -43,7 +43,9 @@ def layout(tmp_path, monkeypatch):
         monkeypatch.setattr(stage, "run_settings", lambda run: RunEntry("a", "x"))
         monkeypatch.setattr(stage, "docs_dir", lambda corpus: docs / corpus)
         monkeypatch.setattr(stage, "mentions_dir", lambda run: mentions / run)
-        monkeypatch.setattr(stage, "graphs_dir", lambda run: tmp_path / "graphs" / run)
+        monkeypatch.setattr(
+            stage, "view_file", lambda run, family: tmp_path / "graphs" / run / f"{family}.parquet"
+        )
         monkeypatch.setattr(stage, "resolve_path", lambda p: tmp_path / p)
     return mentions / "r" / f"{MENTIONS}.parquet"
 

@@ -91,7 +91,7 @@ def _corelm(work: Path):
         "train": {**SETTINGS, "batch_size": 2, "block_size": 32, "lr": 3e-3, "warmup_steps": 2},
     }, "probe")  # fmt: skip
     backbone = stage.backbone_of(cfg)
-    data = tr.load_data(cfg.data, backbone.tokenizer)
+    data = tr.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
     torch.manual_seed(1)
     model = tr.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     for module in model.modules():  # the tiny GPT-2's own dropout (resid, attention, embd)

@@ -72,7 +72,7 @@ def _corelm(tmp_path, monkeypatch):
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
     cfg = _settings(_corpus(tmp_path), epochs=2)
     backbone = stage.backbone_of(cfg)
-    data = tr.load_data(cfg.data, backbone.tokenizer)
+    data = tr.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
     torch.manual_seed(1)
     model = tr.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     return tr.CoreLMRecipe(model, data, backbone, cfg.train, tmp_path / "out"), cfg.train

@@ -25,7 +25,7 @@ from tests.models.coref.test_kbest_stage import FAST, TINY, make_root
 def root(tmp_path_factory) -> Path:
     """asl seed 1 (make_root), a baseline seed 1 trained here, and `same`: a copy of asl."""
     root = make_root(tmp_path_factory.mktemp("checkout"))
-    splits = load_splits(["handmade"], docs_root=root / "data" / "docs")
+    splits = load_splits([root / "data" / "docs" / "handmade"])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -60,7 +60,7 @@ def _test_f1(root: Path, encoder: str) -> float:
     """The checkpoint's test CoNLL F1 as training scores it (models/coref/train.py evaluate)."""
     ckpt = load_checkpoint(root / "artifacts" / "train_coref" / encoder / "seed1" / BEST)
     model, vocab = restore(ckpt)
-    docs = load_splits(["handmade"], docs_root=root / "data" / "docs")["test"]
+    docs = load_splits([root / "data" / "docs" / "handmade"])["test"]
     return evaluate(model, docs, vocab)["conll_f1"]
 
 
@@ -76,7 +76,7 @@ def test_each_system_scores_as_training_recorded_it_and_the_test_is_paired(stage
     assert pooled["difference"] == pytest.approx(pooled["asl"] - pooled["baseline"], abs=1e-6)
     assert 0.0 < pooled["p_value"] <= 1.0
     assert metrics["documents"] == len(
-        load_splits(["handmade"], docs_root=root / "data" / "docs")["test"]
+        load_splits([root / "data" / "docs" / "handmade"])["test"]
     )
 
 

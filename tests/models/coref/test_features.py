@@ -249,7 +249,7 @@ def checkout(root, monkeypatch):
 
 @pytest.fixture
 def splits(root):
-    return load_splits(["handmade"], docs_root=root / "data" / "docs")
+    return load_splits([root / "data" / "docs" / "handmade"])
 
 
 def lm_settings(params) -> lmf.LMFeaturesSettings:

@@ -46,7 +46,7 @@ def make_root(root: Path) -> Path:
     write_table(docs / f"{MENTIONS}.parquet", MENTIONS, norm.mentions)
     from models.coref.data import load_splits
 
-    splits = load_splits(["handmade"], docs_root=root / "data" / "docs")
+    splits = load_splits([root / "data" / "docs" / "handmade"])
     out = root / "artifacts" / "train_coref" / "asl" / "seed1"
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

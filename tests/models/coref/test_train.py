@@ -61,7 +61,7 @@ def splits(tmp_path_factory):
     root = tmp_path_factory.mktemp("docs")
     write_table(root / "handmade" / f"{DOCUMENTS}.parquet", DOCUMENTS, normalized.documents)
     write_table(root / "handmade" / f"{MENTIONS}.parquet", MENTIONS, normalized.mentions)
-    return load_splits(["handmade"], docs_root=root), normalized
+    return load_splits([root / "handmade"]), normalized
 
 
 @pytest.fixture(scope="module")

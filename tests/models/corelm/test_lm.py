@@ -11,6 +11,7 @@ import pytest
 import torch
 from pytest import approx
 
+from flows.train_corelm import eval_data
 from models.corelm.evaluate import (
     _lambada_passages,
     annotate_cbt,
@@ -34,6 +35,14 @@ from tasks.evaluation.lm import cbt, lambada, perplexity
 def scorer(tiny):
     model = CoreLM(tiny.model, n_entities=2, gating=False).eval()
     return CoreLMScorer(model, tiny.tokenizer, bos_id=tiny.bos_id, max_length=16, batch_size=3)
+
+
+def _passages(ev):
+    return _lambada_passages(ev, eval_data(ev))
+
+
+def _cbt_items(ev):
+    return cbt_items(ev, eval_data(ev))
 
 
 def _direct_logprob(tiny, text: str) -> float:
@@ -111,7 +120,7 @@ def _cbt_corpus(tmp_path, monkeypatch) -> list[dict]:
 
 def test_cbt_from_a_question_file_in_the_release_format(tmp_path, scorer, monkeypatch):
     _cbt_corpus(tmp_path, monkeypatch)
-    loaded = cbt_items(EvalSettings(cbt="cbt"))
+    loaded = _cbt_items(EvalSettings(cbt="cbt"))
     assert list(loaded) == ["CN"] and len(loaded["CN"]) == 2
     item = loaded["CN"][0]
     assert len(item.context) == 20 and item.question == "Then Mary ate the XXXXX ."
@@ -134,12 +143,12 @@ def test_cbt_is_scored_with_the_coreference_of_a_cbt_annotate_run(tmp_path, tiny
     ev = EvalSettings(cbt="cbt", cbt_coref_run="cbt-model", block_size=512)
     lms = scorers("corelm", model, tiny, ev, "cpu")
     items: dict = {}
-    out = cbt_eval(lms, ev, items)
+    out = cbt_eval(lms, ev, eval_data(ev), items)
     assert out["corelm/CN"]["n"] == out["corelm+coref/CN"]["n"] == 2
     assert out["corelm+coref/CN"]["unannotated_requests"] == 0
     assert len(items["cbt/corelm+coref/CN"]) == 2
     # the entities reach the candidates' scores
-    questions = cbt_questions(ev)["CN"]
+    questions = cbt_questions(ev, eval_data(ev))["CN"]
     coref = lms["corelm+coref"]
     assert annotate_cbt(coref, questions, {r["doc_id"]: r["entity_ids"] for r in rows}) == 2
     plain = cbt(lms["corelm"], [q.item for q in questions]).scores
@@ -307,10 +316,10 @@ def test_lambada_scores_the_passages_as_released(tmp_path, tiny, scorer, monkeyp
              "John travelled to the garden.\nThen he dropped the football"]  # fmt: skip
     _lambada_corpus(tmp_path, monkeypatch, texts)
     ev = EvalSettings(lambada="lambada", lambada_split="test")
-    passages, _ = _lambada_passages(ev)
+    passages, _ = _passages(ev)
     assert passages == texts
     items: dict = {}
-    out = lambada_eval({"corelm": scorer}, ev, items)
+    out = lambada_eval({"corelm": scorer}, ev, eval_data(ev), items)
     want = lambada(scorer, texts)  # the harness's request: context = text.rpartition(" ")[0]
     assert out["corelm/full_word"]["accuracy"] == want.accuracy
     assert math.isclose(out["corelm/full_word"]["perplexity"], want.perplexity, rel_tol=1e-12)
@@ -328,16 +337,16 @@ def test_the_test_split_scores_one_release_of_its_passages(tmp_path, monkeypatch
         texts,
         plain_test="mary went to the kitchen . she picked up the apple\n",
     )
-    auto, _ = _lambada_passages(EvalSettings(lambada="lambada", lambada_split="test"))
-    plain, _ = _lambada_passages(
+    auto, _ = _passages(EvalSettings(lambada="lambada", lambada_split="test"))
+    plain, _ = _passages(
         EvalSettings(lambada="lambada", lambada_split="test", lambada_task="lambada")
     )
-    dev, _ = _lambada_passages(EvalSettings(lambada="lambada"))
+    dev, _ = _passages(EvalSettings(lambada="lambada"))
     assert auto == texts
     assert plain == ["mary went to the kitchen . she picked up the apple"]
     assert dev == ["mary went to the kitchen"]
     assert (
-        _lambada_passages(
+        _passages(
             EvalSettings(lambada="lambada", lambada_split="dev", lambada_task="lambada_openai")
         )
         is None
@@ -356,7 +365,7 @@ def test_lambada_coreference_annotates_the_released_text(tmp_path, tiny, monkeyp
     model = CoreLM(tiny.model, n_entities=2, n_heads=2).eval()
     ev = EvalSettings(lambada="lambada", lambada_split="test", lambada_coref_run="lambada-model")
     lms = scorers("corelm", model, tiny, ev, "cpu")
-    out = lambada_eval(lms, ev, {})
+    out = lambada_eval(lms, ev, eval_data(ev), {})
     assert "corelm+coref/full_word" in out and lms["corelm+coref"].misses == 0
     ids = tuple(lms["corelm+coref"].tokenize(texts[0]))
     assert ids in lms["corelm+coref"]._entities  # registered on the released string
@@ -416,14 +425,15 @@ def test_both_wikitexts_score_detokenized_articles_over_their_original_words(
     ev = EvalSettings(wikitext2="wikitext2", wikitext103="wikitext103")
     for corpus, run in (("wikitext2", wikitext2), ("wikitext103", wikitext103)):
         originals = [" ".join(t.split()) for t in articles[corpus]]
-        got = run({"corelm": scorer}, ev)["corelm"]
+        got = run({"corelm": scorer}, ev, eval_data(ev))["corelm"]
         want = perplexity(scorer, [detokenize(o) for o in originals], originals=originals)
         assert got["word_perplexity"] == want.word_perplexity and got["n_texts"] == len(originals)
-    budget = wikitext2(
-        {"corelm": scorer}, EvalSettings(wikitext2="wikitext2", wikitext2_max_words=5)
-    )
+    small = EvalSettings(wikitext2="wikitext2", wikitext2_max_words=5)
+    budget = wikitext2({"corelm": scorer}, small, eval_data(small))
     assert budget["corelm"]["n_words"] == 5  # "= A =" (3 words) + the first 2 of the next
-    assert wikitext103({"corelm": scorer}, EvalSettings()) == {}  # not asked for: skipped
+    assert (
+        wikitext103({"corelm": scorer}, EvalSettings(), eval_data(EvalSettings())) == {}
+    )  # not asked for: skipped
 
 
 # --- memory: padded tokens per forward pass ----------------------------------------------------

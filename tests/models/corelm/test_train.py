@@ -76,7 +76,7 @@ def _settings(corpus, **train_overrides):
 def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
     cfg = _settings(_corpus(tmp_path), mode=mode, epochs=6, lr=1e-2)
     backbone = stage.backbone_of(cfg)
-    data = train.load_data(cfg.data, backbone.tokenizer)
+    data = train.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
     assert data.n_entities == 6 * 3 + 6 * 2  # ids unique per (document, cluster)
     assert cfg.gating.entity_vectors == "mention_mean"  # the default: no table to learn
     model = train.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
@@ -94,7 +94,7 @@ def test_a_tiny_run_lowers_the_dev_loss(tmp_path, mode):
 def test_ft_and_corelm_train_the_same_steps_on_the_same_windows(tmp_path):
     cfg = _settings(_corpus(tmp_path), epochs=1)
     backbone = stage.backbone_of(cfg)
-    data = train.load_data(cfg.data, backbone.tokenizer)
+    data = train.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
     recipes = {m: train.CoreLMRecipe(train.build_model(backbone, cfg.gating, cfg.train.seed, m, data.n_entities), data,
                                      backbone, cfg.train, tmp_path)
                for m in ("ft", "corelm")}  # fmt: skip
@@ -131,7 +131,9 @@ def test_stage_items_write_metrics_for_the_three_models(tmp_path, monkeypatch):
         assert len(items[f"lambada/{model}/full_word"]) == 3
         # the artifact alone rebuilds the model the stage evaluated (issue #28)
         lm = corelm(checkpoint=out / model)
-        heldout = train.load_data(cfg.data, lm.tokenizer).split("test", layer0=True)
+        heldout = train.load_data(stage.data_sources(cfg.data), lm.tokenizer).split(
+            "test", layer0=True
+        )
         texts = [" ".join(i.words) for i in heldout]
         ppl = perplexity(lm, texts).token_perplexity
         assert ppl == pytest.approx(saved["heldout"][model]["token_perplexity"], rel=1e-6)
@@ -143,7 +145,7 @@ def test_accumulated_batches_count_as_one_optimizer_step(tmp_path):
     """train.accumulate: the warm-up and decay count optimizer steps, and so does the budget."""
     cfg = _settings(_corpus(tmp_path), epochs=1, accumulate=2, batch_size=1)
     backbone = stage.backbone_of(cfg)
-    data = train.load_data(cfg.data, backbone.tokenizer)
+    data = train.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
     _, facts = train.train_model("ft", cfg.gating, cfg.train, backbone, data, tmp_path / "ft")
     batches = facts["batches"]
     assert batches > 2 and facts["steps"] == -(-batches // 2)
@@ -172,7 +174,7 @@ def test_held_out_perplexity_is_reported_on_test_not_on_the_selection_split(tmp_
 def test_ft_is_frozen_like_corelm_by_default_and_fully_fine_tuned_as_an_option(tmp_path):
     cfg = _settings(_corpus(tmp_path), epochs=1)
     backbone = stage.backbone_of(cfg)
-    data = train.load_data(cfg.data, backbone.tokenizer)
+    data = train.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
 
     def trainable(ft_backbone: str) -> set[str]:
         cfg.train.ft_backbone = ft_backbone
@@ -196,7 +198,7 @@ def test_gate_and_entity_settings_reach_the_model(tmp_path):
         "table",
     )
     backbone = stage.backbone_of(cfg)
-    data = train.load_data(cfg.data, backbone.tokenizer)
+    data = train.load_data(stage.data_sources(cfg.data), backbone.tokenizer)
     model = train.build_model(backbone, cfg.gating, cfg.train.seed, "corelm", data.n_entities)
     assert (model.gating.gate_form, model.gating.norm) == ("entity_ceiling", "entity_path")
     assert model.entities is not None and model.train_entity_mode == "table"
@@ -231,11 +233,11 @@ def test_an_annotation_run_s_view_names_its_corpus(tmp_path):
     write_table(path, CORELM_VIEW, view.rows, {"corpus": corpus, "run": "toy-run"})
     cfg = _settings("toy-run")
     backbone = stage.backbone_of(cfg)
-    from_run = train.load_data(["toy-run"], backbone.tokenizer)
-    from_corpus = train.load_data([corpus], backbone.tokenizer)
+    from_run = train.load_data(stage.data_sources(["toy-run"]), backbone.tokenizer)
+    from_corpus = train.load_data(stage.data_sources([corpus]), backbone.tokenizer)
     assert len(from_run.documents) == 12 and from_run.documents == from_corpus.documents
     assert from_run.n_entities == from_corpus.n_entities
 
     write_table(path, CORELM_VIEW, view.rows)
     with pytest.raises(CorefreproError, match=r"corelm.parquet: no corpus in its metadata"):
-        train.load_data(["toy-run"], backbone.tokenizer)
+        stage.data_sources(["toy-run"])

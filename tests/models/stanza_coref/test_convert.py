@@ -37,7 +37,7 @@ def docs(tmp_path_factory) -> list[CorefDocument]:
     raw = tmp_path_factory.mktemp("synthetic-raw")
     synthetic.generate(raw, {"n_train": 6, "n_dev": 3, "n_test": 3})
     _write(root, "synthetic", synthetic.normalize(raw, {}))
-    splits = load_splits(["handmade", "synthetic"], docs_root=root, drop_singletons=False)
+    splits = load_splits([root / "handmade", root / "synthetic"], drop_singletons=False)
     return [d for split in splits.values() for d in split]
 
 
@@ -114,7 +114,7 @@ def test_gum_and_litbank_convert_with_few_shared_heads(mirror_session, tmp_path_
     for name, module in (("gum", gum), ("litbank", litbank)):
         fetched = fetch_and_normalize(module, mirror_session, tmp_path_factory.mktemp(name))
         _write(root, name, fetched.out)
-    splits = load_splits(["gum", "litbank"], docs_root=root)
+    splits = load_splits([root / "gum", root / "litbank"])
     converted, counts = convert(splits["dev"])
     assert [as_set(clusters_of(d)) for d in converted] == [
         as_set(d.clusters) for d in splits["dev"]

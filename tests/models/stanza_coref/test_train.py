@@ -11,14 +11,13 @@ import re
 import pytest
 import torch
 
+from flows.train_stanza_coref import TrainStanzaCorefSettings, sample_documents
 from models.coref.data import load_splits
 from models.stanza_coref.encoder import TinyEncoderSettings, tiny_encoder, train_wordpiece
 from models.stanza_coref.train import (
     MODEL_FILE,
     OPTIMIZER_STATES,
-    TrainStanzaCorefSettings,
     predict,
-    sample_documents,
     train_and_evaluate,
 )
 from tasks.annotation import annotators
@@ -55,7 +54,7 @@ def splits(tmp_path_factory):
     root = tmp_path_factory.mktemp("docs")
     write_table(root / "synthetic" / f"{DOCUMENTS}.parquet", DOCUMENTS, normalized.documents)
     write_table(root / "synthetic" / f"{MENTIONS}.parquet", MENTIONS, normalized.mentions)
-    return load_splits(["synthetic"], docs_root=root)
+    return load_splits([root / "synthetic"])
 
 
 @pytest.fixture(scope="module")
