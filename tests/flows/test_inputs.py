@@ -76,6 +76,7 @@ def test_entitynlm_and_corelm_read_their_runs_views_not_every_graph(tmp_path, mo
         "data/graphs/gum-gold/entitynlm.parquet"
     ]
     _corpus(tmp_path, "gum")
+    (tmp_path / "data/docs/gum/mentions.parquet").write_text("gold")  # a corpus source's mentions
     _corpus(tmp_path, "lambada")
     (tmp_path / "data/raw/lambada").mkdir(parents=True)
     ccfg = corelm_stage.settings()
