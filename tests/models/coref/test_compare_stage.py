@@ -75,9 +75,7 @@ def test_each_system_scores_as_training_recorded_it_and_the_test_is_paired(stage
         assert metrics["per_seed"]["1"][encoder] == pooled[encoder]
     assert pooled["difference"] == pytest.approx(pooled["asl"] - pooled["baseline"], abs=1e-6)
     assert 0.0 < pooled["p_value"] <= 1.0
-    assert metrics["documents"] == len(
-        load_splits([root / "data" / "docs" / "handmade"])["test"]
-    )
+    assert metrics["documents"] == len(load_splits([root / "data" / "docs" / "handmade"])["test"])
 
 
 def test_a_system_against_itself_differs_by_nothing(stage):

@@ -133,7 +133,9 @@ def test_rerank_stage_lets_the_lm_overturn_a_wrong_one_best(trained, tmp_path, m
     lists = {d: [(5.0, [list(c) for c in VERBS]), (4.0, [list(c) for c in GOLD])] for d in docs}
     candidates = rerank.read_kbest(kbest_table(lists))
     keys = {"dev": {d: GOLD for d in ("k0", "k1")}, "test": {d: GOLD for d in ("k2", "k3")}}
-    monkeypatch.setattr(rerank, "load_corpus", lambda kbest_file, docs_folder: (candidates, docs, keys))
+    monkeypatch.setattr(
+        rerank, "load_corpus", lambda kbest_file, docs_folder: (candidates, docs, keys)
+    )
     monkeypatch.setattr(rerank_stage, "load_entitynlm", lambda path: trained)
     monkeypatch.setattr(rerank_stage, "metrics_path", lambda c: tmp_path / f"{c}.json")
     cfg = rerank_stage.RerankSettings(checkpoint="unused.pt", trials=200)
