@@ -153,10 +153,13 @@ def input_paths(cfg: TrainCoreLMSettings) -> list[Path]:
     return [p for p in dict.fromkeys(paths) if p.exists()]
 
 
-def backbone_of(cfg: TrainCoreLMSettings, mirror: str | None = None) -> Backbone:
+def backbone_of(cfg: TrainCoreLMSettings, mirror: str | None = None,
+                sources: Sequence[Source] | None = None) -> Backbone:  # fmt: skip
     """The backbone the settings name (the tiny one's tokenizer trained on train_corelm.data's
-    training texts; a gpt2 one's from the BPE files of `mirror`, the download.mirror)."""
-    return build_backbone(cfg.backbone, data_sources(cfg.data), tiny=cfg.tiny, cache_dir=cfg.cache_dir,
+    training texts, `sources` if already resolved; a gpt2 one's from the BPE files of `mirror`,
+    the download.mirror)."""
+    sources = data_sources(cfg.data) if sources is None else sources
+    return build_backbone(cfg.backbone, sources, tiny=cfg.tiny, cache_dir=cfg.cache_dir,
                           seed=cfg.train.seed, mirror=mirror)  # fmt: skip
 
 
@@ -165,9 +168,10 @@ def prepare_data(cfg: TrainCoreLMSettings, *, mirror: str | None = None
     """The backbone and the CoreLM view windows of train_corelm.data, sizes checked against
     the backbone."""
     with torch_threads(cfg.train.threads):
-        backbone = backbone_of(cfg, mirror)
+        sources = data_sources(cfg.data)
+        backbone = backbone_of(cfg, mirror, sources)
         check_sizes(backbone, cfg.gating, cfg.train, cfg.eval, STAGE)
-        return backbone, load_data(data_sources(cfg.data), backbone.tokenizer)
+        return backbone, load_data(sources, backbone.tokenizer)
 
 
 # --------------------------------------------------------------------------- 4. outputs

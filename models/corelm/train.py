@@ -217,13 +217,13 @@ class Source:
     view: Path | None = None
 
 
-def _view_rows(source: Source) -> list[dict]:
+def _view_rows(source: Source, documents: Any) -> list[dict]:
+    """The source's CoreLM view rows (documents: its documents table, read once by the caller)."""
     if source.view is not None:
         return read_table(source.view).to_pylist()
     from tasks.graphs.views import build_corelm_view
 
-    docs = read_table(source.docs / "documents.parquet")
-    return build_corelm_view(docs, read_table(source.docs / "mentions.parquet")).rows
+    return build_corelm_view(documents, read_table(source.docs / "mentions.parquet")).rows
 
 
 @dataclass
@@ -240,8 +240,8 @@ class CoreLMData:
 def load_data(sources: Sequence[Source], tokenizer: Any) -> CoreLMData:
     instances, documents, top = [], {}, 0
     for source in sources:
-        rows = _view_rows(source)
-        docs = read_table(source.docs / "documents.parquet").to_pylist()
+        table = read_table(source.docs / "documents.parquet")
+        rows, docs = _view_rows(source, table), table.to_pylist()
         documents.update({d["doc_id"]: d for d in docs})
         inst = cdata.build_instances(tokenizer, docs, rows, id_offset=top)
         instances.extend(inst)
