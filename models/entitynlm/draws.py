@@ -17,8 +17,8 @@ word costs ~N RNNLM passes. Instead, per document and word, A_t = exp(a_t - max 
 per entity state C_e = exp(c_e - max c_e); the normaliser is then one V-long dot product,
 log sum_v exp(a_t + c_e) = max a_t + max c_e + log <A_t, C_e>, with no H factor. And c_e
 needs no matrix product either: Eq. 8's e' = (delta e + (1 - delta) h_t) / |.| is linear
-before the norm, so c_e' = (delta c_e + (1 - delta) g_t) / |.| with g_t = W W_e h_t, once per
-document and word. Exact up to rounding: the order of sums differs from the softmax's, and
+before the norm, so c_e' = (delta c_e + (1 - delta) g_t) / |.| with g_t = W W_e u_t (u_t: h_t,
+or the authors' W_T h_t), once per document and word. Exact up to rounding: the order of sums differs from the softmax's, and
 exp is a polynomial good to 1e-9 relative (`_set_exp`).
 
 Sentence scope (model.py `word_channel`, the authors' context channel): a word outside
@@ -47,13 +47,14 @@ _FAST = {"reassoc", "contract"}  # vectorised dot products; no NaN/inf assumptio
 
 
 @njit(cache=True, fastmath=_FAST)
-def _entity_logits(mem, n, qh, dist_w, last, t, out):
-    """Eq. 4 over entities 0..n (n = the new one): e_k^T (W h) + w_dist^T f(e_k)."""
+def _entity_logits(mem, n, qh, dist_w, new_w, axis, last, t, out):
+    """Eq. 4 over entities 0..n (n = the new one): e_k^T (W h) + the distance term, of the
+    distance axis[t] - axis[last word of e_k] for an existing entity, new_w for the new one."""
     for k in range(n + 1):
         s = 0.0
         for j in range(qh.shape[0]):
             s += mem[k, j] * qh[j]
-        out[k] = s + (dist_w[t - last[k]] if k < n else 0.0)
+        out[k] = s + (dist_w[axis[t] - axis[last[k]]] if k < n else new_w)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -171,14 +172,15 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
     log P(X | R, E, L) = sum_t log P(x_t | h_{t-1}, e_current) (logw: the words-only readings
     of Table 1, sampling.py `importance_readings`; accumulated beside logp, which is unchanged).
     q, p: (log P(R) D x T x 2, W_entity h D x T x H, h_t and W_delta h_t D x T x H (Eq. 8),
-    Eq. 5's h half D x T x L_max, its e half L_max x H, distance weights T + 1, prior H);
+    Eq. 5's h half D x T x L_max, its e half L_max x H, distance terms T + 1, prior H,
+    distance axis D x T, the new slot's distance term D x T);
     words (the LM's Eq. 6): (word ids D x T, a_t[x_t] D x T, max a_t D x T, A_t D x T x V,
     g_t D x T x V, W W_e prior V, b_t[x_t] and logsumexp b_t D x T (a word whose vector does
     not depend on the draw), gc_t D x T x V and W W_c prior V and sentence starts D x T
     (sentence scope; gc_t empty in the document scope)), see the module docstring and
     `EntityNLM.walk_inputs`."""
-    r_q, qh_q, hu_q, ph_q, len_q, wle_q, dist_q, prior_q = q
-    r_p, qh_p, hu_p, ph_p, len_p, wle_p, dist_p, prior_p = p
+    r_q, qh_q, hu_q, ph_q, len_q, wle_q, dist_q, prior_q, axis_q, new_q = q
+    r_p, qh_p, hu_p, ph_p, len_p, wle_p, dist_p, prior_p, axis_p, new_p = p
     ids, target, top_a, big_a, g, c_prior, fixed_target, fixed_lse, gc, d_prior, first = words
     sentence = gc.shape[0] > 0
     t_max, h = uniforms.shape[1], qh_q.shape[2]
@@ -215,13 +217,15 @@ def _walk(doc_of_row, lengths, uniforms, q, p, words, score, is_m, ent, rem, log
             if start:  # Eq. 4 then Eq. 5; slot n is the new entity, drawn from the prior (Eq. 7)
                 mem_q[n] = prior_q
                 mem_p[n] = prior_p
-                _entity_logits(mem_q, n, qh_q[doc, t], dist_q, last, t, scores)
+                _entity_logits(mem_q, n, qh_q[doc, t], dist_q, new_q[doc, t], axis_q[doc], last,
+                               t, scores)  # fmt: skip
                 cur, lpe = _draw(scores, n + 1, uniforms[row, t, 1])
                 _length_logits(len_q[doc, t], wle_q, mem_q[cur], lengths_lp)
                 ell, lpl = _draw(lengths_lp, lengths_lp.shape[0], uniforms[row, t, 2])
                 lq += lpe + lpl
                 if score:
-                    _entity_logits(mem_p, n, qh_p[doc, t], dist_p, last, t, scores)
+                    _entity_logits(mem_p, n, qh_p[doc, t], dist_p, new_p[doc, t], axis_p[doc],
+                                   last, t, scores)  # fmt: skip
                     lp += scores[cur] - _log_normaliser(scores, n + 1)
                     _length_logits(len_p[doc, t], wle_p, mem_p[cur], lengths_lp)
                     lp += lengths_lp[ell] - _log_normaliser(lengths_lp, lengths_lp.shape[0])

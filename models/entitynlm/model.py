@@ -63,6 +63,18 @@ from models.sequences import run_recurrent
 
 NEG = -1e9  # masked logits (finite: keeps 0 * masked out of NaN)
 LSTM_SCOPES = ("sentence", "document")
+# The authors' code (jiyfeng/entitynlm) against the paper's text where they differ (issue #56.4;
+# docs/families/entitynlm.md "The authors' code against ours"), each a setting so that it can
+# be ablated; the first value of each is the project's reading of the paper.
+# f(e) of Eq. 4: word-distance buckets with a learned weight each; or the authors' one learned
+# scalar lambda on the sentence distance, exp(lambda * (s_last(e) - s_t)), also for "new"
+# (its s_last: 0) (entitynlm.h:116, :265, :503-510)
+DISTANCE_FEATURES = ("word_buckets", "sentence_exp")
+# a new entity's embedding (Eq. 7): r_1 of Eq. 3; or the authors' separate learned p_E
+# (entitynlm.h:120, :474-478)
+NEW_ENTITIES = ("r1", "learned")
+# what Eq. 8 moves an entity towards: h_t; or the authors' projection W_T h_t (entitynlm.h:491)
+ENTITY_INPUTS = ("state", "projected")
 
 
 @dataclass
@@ -77,10 +89,16 @@ class EntityNLMConfig:
     proposal: bool = False  # Q(R, E, L | X) instead of P(X, R, E, L)
     bidirectional: bool = True  # proposal only: also read the words to the right
     lstm_scope: str = "sentence"  # LSTM_SCOPES: restart the LSTM per sentence, or not
+    distance_feature: str = "word_buckets"  # DISTANCE_FEATURES
+    new_entity: str = "r1"  # NEW_ENTITIES
+    entity_input: str = "state"  # ENTITY_INPUTS
 
     def __post_init__(self) -> None:
-        if self.lstm_scope not in LSTM_SCOPES:
-            raise ValueError(f"lstm_scope must be one of {LSTM_SCOPES}, not {self.lstm_scope!r}")
+        for name, allowed in (("lstm_scope", LSTM_SCOPES),
+                              ("distance_feature", DISTANCE_FEATURES),
+                              ("new_entity", NEW_ENTITIES), ("entity_input", ENTITY_INPUTS)):  # fmt: skip
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
 
     @property
     def sentence(self) -> bool:
@@ -102,6 +120,18 @@ def distance_bucket(distance: torch.Tensor, buckets: int) -> torch.Tensor:
     d = distance.clamp(min=1)
     log_bucket = torch.floor(torch.log2(d.float())).long() + 2
     return torch.where(d <= 4, d - 1, log_bucket).clamp(max=buckets - 1)
+
+
+def distance_axis(sent_start: torch.Tensor | None, mask: torch.Tensor, sentence: bool):
+    """Each word's place on the axis Eq. 4's distance is measured along (B x T, long): its
+    position (word distance), or (sentence: the authors' `get_dist_feat`) the index of its
+    sentence in the document."""
+    ar = torch.arange(mask.size(1), device=mask.device)
+    if not sentence:
+        return ar.expand_as(mask)
+    if sent_start is None:
+        return torch.zeros_like(mask, dtype=torch.long)
+    return ((sent_start | (ar[None] == 0)) & mask).long().cumsum(1).sub(1).clamp(min=0)
 
 
 def distinct_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,6 +249,14 @@ class EntityNLM(nn.Module):
             if c.sentence:  # the context channel of non-mention words (`word_channel`)
                 self.w_c = nn.Linear(h, h, bias=False)  # the authors' Tc
                 self.cont = nn.Parameter(torch.randn(h) * 0.1)  # their p_cont
+        # the authors' variants (DISTANCE_FEATURES, NEW_ENTITIES, ENTITY_INPUTS); created only
+        # when chosen, after the others, so the default's initial weights do not move
+        if c.distance_feature == "sentence_exp":
+            self.lambda_dist = nn.Parameter(torch.full((), 1e-6))  # their init, entitynlm.h:116
+        if c.new_entity == "learned":
+            self.new_embed = nn.Parameter(torch.randn(h) * 0.1)  # their p_E
+        if c.entity_input == "projected":
+            self.w_t = nn.Linear(h, h, bias=False)  # their W_T
 
     # ------------------------------------------------------------------ states
 
@@ -239,23 +277,39 @@ class EntityNLM(nn.Module):
     # ------------------------------------------------------------------ entity memory
 
     def prior(self, rows: int, slots: int, device, dtype) -> torch.Tensor:
-        """Initial embeddings of `slots` entities per row (Eq. 7): r_1 + sigma * noise in
-        training, r_1 in evaluation, projected on the unit sphere."""
-        mean = self.r_embed[1].to(dtype).expand(rows, slots, -1)
+        """Initial embeddings of `slots` entities per row (Eq. 7): r_1 (or, new_entity learned,
+        the authors' p_E) + sigma * noise in training, the mean in evaluation, projected on the
+        unit sphere."""
+        base = self.new_embed if self.config.new_entity == "learned" else self.r_embed[1]
+        mean = base.to(dtype).expand(rows, slots, -1)
         if self.training and self.config.prior_sigma > 0:
             mean = mean + self.config.prior_sigma * torch.randn_like(mean)
         return F.normalize(mean, dim=-1)
 
     def entity_log_probs(self, mem, qh, last, n, t) -> torch.Tensor:
         """log P(E_t = k | R_t = 1) over the K slots (Eq. 4): slots < n exist, slot n is the
-        new entity, later slots are masked. qh = W_entity h (B x H), last = position of each
-        entity's last mention word (B x K), t = current position (B)."""
+        new entity, later slots are masked. qh = W_entity h (B x H); last, each entity's last
+        mention word (B x K), and t, the current word (B), as places on the `distance_axis`."""
         k = torch.arange(mem.size(1), device=mem.device)
         scores = torch.bmm(mem, qh.to(mem.dtype)[:, :, None]).squeeze(-1).float()
         existing = k[None] < n[:, None]
-        dist = self.w_dist(distance_bucket(t[:, None] - last, self.config.distance_buckets))
-        scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
+        scores = scores + self.distance_scores(t[:, None], last, existing)
         return torch.log_softmax(scores.masked_fill(k[None] > n[:, None], NEG), -1)
+
+    def distance_scores(self, here, last, existing) -> torch.Tensor:
+        """Eq. 4's distance term of each slot, float: w_dist^T f(e) of the word distance
+        here - last for an existing entity, 0 for "new" (word_buckets); or (sentence_exp, the
+        authors' entitynlm.h:265) exp(lambda * (last - here)) on sentence indices, with last
+        = 0 for "new". here, last: places on the `distance_axis` (broadcastable)."""
+        if self.config.distance_feature == "sentence_exp":
+            feat = torch.where(existing, last - here, -here).float()
+            return torch.exp(feat * self.lambda_dist.float())
+        dist = self.w_dist(distance_bucket(here - last, self.config.distance_buckets))
+        return torch.where(existing, dist.squeeze(-1).float(), 0.0)
+
+    def entity_input(self, upd) -> torch.Tensor:
+        """What Eq. 8 moves an entity towards: h_t, or the authors' W_T h_t (ENTITY_INPUTS)."""
+        return self.w_t(upd) if self.config.entity_input == "projected" else upd
 
     def gate_update(self, e_old, hu, ph) -> torch.Tensor:
         """Eq. 8: delta = sigmoid(h_t^T W_delta e), e <- normalize(delta e + (1 - delta) h_t);
@@ -299,7 +353,8 @@ class EntityNLM(nn.Module):
         slots, steps = where.size(1), where.size(2)
         rows = where + torch.arange(b, device=dev)[:, None, None] * t_len  # rows of B*T
         prior = self.prior(b, slots, dev, pred.dtype).reshape(b * slots, h)
-        table, at = self._chain_states(prior, upd.reshape(-1, h), self.w_delta(upd).reshape(-1, h),
+        table, at = self._chain_states(prior, self.entity_input(upd).reshape(-1, h),
+                                       self.w_delta(upd).reshape(-1, h),
                                        rows.reshape(b * slots, steps), count.reshape(-1))  # fmt: skip
         chain = torch.arange(b, device=dev)[:, None] * slots + batch.entity.clamp(min=0)
         ar = torch.arange(t_len, device=dev)
@@ -365,8 +420,13 @@ class EntityNLM(nn.Module):
         last = where.gather(2, (seen - 1).clamp(min=0).transpose(1, 2)).transpose(1, 2)
         qh = self.w_entity(pred.gather(1, pos[..., None].expand(-1, -1, h)))
         scores = (mem * qh.to(mem.dtype)[:, :, None]).sum(-1).float()
-        dist = self.w_dist(distance_bucket(pos[..., None] - last, self.config.distance_buckets))
-        scores = scores + torch.where(existing, dist.squeeze(-1).float(), 0.0)
+        if self.config.distance_feature == "word_buckets":
+            here, last_at = pos[..., None], last
+        else:
+            axis = distance_axis(batch.sent_start, batch.mask, sentence=True)
+            here = axis.gather(1, pos)[..., None]
+            last_at = axis.gather(1, last.reshape(b, -1)).view_as(last)
+        scores = scores + self.distance_scores(here, last_at, existing)
         lp = torch.log_softmax(scores.masked_fill(k > n[..., None], NEG), -1)
         gold = lp.gather(2, batch.entity.gather(1, pos).clamp(min=0)[..., None]).squeeze(-1)
         logp_e = torch.zeros(b, t_len, device=dev).scatter_add(1, pos, gold * valid)
@@ -480,32 +540,38 @@ class EntityNLM(nn.Module):
         """What the draw-and-score walk (draws.py) reads of this model, per document: all that
         does not depend on the entity memory, computed once for the N draws, as contiguous
         numpy arrays. (memory, words): memory = (log P(R_t = r) B x T x 2 (Eq. 3), W_entity h
-        B x T x H (Eq. 4), h_t and W_delta h_t B x T x H (Eq. 8), W_len[:, :H] h + b
-        B x T x L_max and W_len[:, H:] L_max x H (Eq. 5), the distance weight of each
-        distance 0..T (Eq. 4), the prior r_1/|r_1| (Eq. 7)); words (generative only, Eq. 6,
-        evaluation: no dropout) = (word ids, a_t[x_t], max a_t, exp(a_t - max a_t) B x T x V,
-        g_t = W W_e h_t B x T x V, W W_e prior V, and for a word whose Eq. 6 vector does not
+        B x T x H (Eq. 4), Eq. 8's input u_t (h_t, or W_T h_t: `entity_input`) and W_delta h_t
+        B x T x H, W_len[:, :H] h + b B x T x L_max and W_len[:, H:] L_max x H (Eq. 5), Eq. 4's
+        distance term of an existing entity at each distance 0..T, the prior (Eq. 7), each
+        word's place on the `distance_axis` B x T and the new slot's distance term B x T);
+        words (generative only, Eq. 6, evaluation: no dropout) = (word ids, a_t[x_t], max a_t,
+        exp(a_t - max a_t) B x T x V, g_t = W W_e u_t B x T x V, W W_e prior V, and for a word
+        whose Eq. 6 vector does not
         depend on the draw (no entity yet; in the sentence scope no mention yet in its
         sentence: the context `sentence_context`) its log-probability parts b_t[x_t] and
-        logsumexp b_t, B x T; sentence scope only (else empty): gc_t = W W_c h_t B x T x V,
+        logsumexp b_t, B x T; sentence scope only (else empty): gc_t = W W_c u_t B x T x V,
         W W_c prior V and the sentence starts B x T) with a_t = W h_{t-1} + b and b_t = a_t
         (document scope) or a_t + W W_c c_t (sentence scope)."""
         pred, upd = self.contexts(tokens, mask, sent_start)
         h, t_len = pred.size(-1), tokens.size(1)
-        bucket = distance_bucket(torch.arange(t_len + 1, device=tokens.device),
-                                 self.config.distance_buckets)  # fmt: skip
+        hu = self.entity_input(upd)
         prior = self.prior(1, 1, tokens.device, pred.dtype).reshape(h)
+        axis = distance_axis(sent_start, mask, self.config.distance_feature == "sentence_exp")
+        true = torch.ones((), dtype=torch.bool, device=tokens.device)
         memory = (
             self.r_log_probs(pred),
             self.w_entity(pred),
-            upd,
+            hu,
             self.w_delta(upd),
             F.linear(pred, self.w_length.weight[:, :h], self.w_length.bias),
             self.w_length.weight[:, h:],
-            self.w_dist(bucket).squeeze(-1),
+            self.distance_scores(torch.arange(t_len + 1, device=tokens.device), 0, true),
             prior,
+            axis.contiguous(),
+            self.distance_scores(axis, 0, ~true),
         )
-        memory = tuple(np.ascontiguousarray(x.float().cpu().numpy()) for x in memory)
+        memory = tuple(np.ascontiguousarray((x if x.dtype == torch.long else x.float()).cpu()
+                                            .numpy()) for x in memory)  # fmt: skip
         if self.config.proposal:
             return memory, None
         logits = self.out(pred).float()
@@ -514,7 +580,7 @@ class EntityNLM(nn.Module):
             _, pos, first, _ = sentences(sent_start, mask)
             context = self.w_c(self.sentence_context(upd, first))
             fixed = logits + F.linear(context, self.out.weight).float()
-            extra = (F.linear(self.w_c(upd), self.out.weight).float(),
+            extra = (F.linear(self.w_c(hu), self.out.weight).float(),
                      F.linear(self.w_c(prior), self.out.weight).float(),
                      (pos == 0) & mask)  # fmt: skip
         else:
@@ -525,7 +591,7 @@ class EntityNLM(nn.Module):
             logits.gather(-1, tokens[..., None]).squeeze(-1).double(),
             top.double(),
             (logits - top[..., None]).exp_(),
-            F.linear(self.w_e(upd), self.out.weight).float(),
+            F.linear(self.w_e(hu), self.out.weight).float(),
             F.linear(self.w_e(prior), self.out.weight).float(),
             fixed.gather(-1, tokens[..., None]).squeeze(-1).double(),
             fixed.logsumexp(-1).double(),

@@ -104,6 +104,11 @@ class ModelSettings:
     # non-mention words see the authors' context vector (model.py `word_channel`); document:
     # one LSTM pass over the whole document (the earlier behaviour)
     lstm_scope: Literal["sentence", "document"] = "sentence"
+    # the authors' code where it differs from the paper's text (model.py, issue #56.4): Eq. 4's
+    # distance term, a new entity's embedding, what Eq. 8 moves an entity towards
+    distance_feature: Literal["word_buckets", "sentence_exp"] = "word_buckets"
+    new_entity: Literal["r1", "learned"] = "r1"
+    entity_input: Literal["state", "projected"] = "state"
     min_count: int = bounded(2, ge=1)  # training-split frequency below which a word is `unk`
     max_vocab: int | None = bounded(None, ge=3)  # paper: 10K (CoNLL)
 
@@ -122,6 +127,10 @@ class TrainSettings(LoopSettings):
     # per_model: EntityNLM and its proposal each clipped to `clip` (separate models, §5.1);
     # joint: one norm over both (the earlier behaviour)
     clip_scope: Literal["per_model", "joint"] = "per_model"
+    # EntityNLM's R, E and L terms of Eq. 9 weighted in the training loss: the authors'
+    # `--entityweight` (jiyfeng/entitynlm entitynlm.h:421-428, main.cc:68, default 1); model
+    # selection stays the unweighted dev joint perplexity
+    entity_weight: float = bounded(1.0, gt=0)
 
 
 @dataclass
@@ -176,8 +185,9 @@ def load_data(
 def model_config(mcfg: ModelSettings, vocab: Vocab) -> EntityNLMConfig:
     return EntityNLMConfig(vocab_size=len(vocab), embed_dim=mcfg.embed_dim,
                            hidden_size=mcfg.hidden_size, l_max=mcfg.l_max, dropout=mcfg.dropout,
-                           distance_buckets=mcfg.distance_buckets,
-                           lstm_scope=mcfg.lstm_scope)  # fmt: skip
+                           distance_buckets=mcfg.distance_buckets, lstm_scope=mcfg.lstm_scope,
+                           distance_feature=mcfg.distance_feature, new_entity=mcfg.new_entity,
+                           entity_input=mcfg.entity_input)  # fmt: skip
 
 
 def build_model(kind: str, mcfg: ModelSettings, vocab: Vocab) -> torch.nn.Module:
@@ -265,11 +275,14 @@ class LMRecipe(Recipe):
             nll = -self.model.log_words(batch).sum()
             return StepOutput(nll / tokens, {"loss_sum": float(nll.detach()), "loss_n": tokens})
         pred, upd = self.model.lm.contexts(batch.tokens, batch.mask, batch.sent_start)
-        nll = -self.model.lm.log_joint(batch, contexts=(pred, upd)).sum()  # Eq. 9
+        terms = self.model.lm.token_log_probs(batch, contexts=(pred, upd))
+        nll = -sum(v.sum(1) for v in terms.values()).sum()  # Eq. 9
+        weight = self.tcfg.entity_weight  # x 1.0 is exact: weight 1 is Eq. 9's bits
+        objective = -sum(v.sum(1) * (1.0 if k == "x" else weight) for k, v in terms.items()).sum()
         q_nll = -self.model.proposal.log_joint(batch).sum()
         stats = {"loss_sum": float(nll.detach()), "loss_n": tokens,
                  "proposal_loss_sum": float(q_nll.detach())}  # fmt: skip
-        return StepOutput((nll + q_nll) / tokens, stats)
+        return StepOutput((objective + q_nll) / tokens, stats)
 
     @torch.no_grad()
     def evaluate(self, split: str, precision: Precision) -> dict[str, float]:

@@ -10,20 +10,31 @@ import torch
 from models.entitynlm.data import Batch, Document, Vocab, collate
 from models.entitynlm.model import EntityNLM, EntityNLMConfig
 
+# the authors' variants of the model (model.py DISTANCE_FEATURES, NEW_ENTITIES, ENTITY_INPUTS),
+# each beside the default in the tests that pin the fast paths to the reference
+AUTHORS_VARIANTS = {
+    "sentence_exp": {"distance_feature": "sentence_exp"},
+    "learned_new": {"new_entity": "learned"},
+    "projected": {"entity_input": "projected"},
+}
+
 
 def random_model(vocab_size=5, *, proposal=False, bidirectional=True, l_max=3, seed=0, scale=1.0,
-                 lstm_scope="sentence"):  # fmt: skip
+                 lstm_scope="sentence", **variant):  # fmt: skip
     """A random model in eval mode; `scale` spreads the weights so its distributions are far
-    from uniform (a test of the estimator on a non-trivial P and Q)."""
+    from uniform (a test of the estimator on a non-trivial P and Q); variant: EntityNLMConfig's
+    authors' settings (AUTHORS_VARIANTS)."""
     torch.manual_seed(seed)
     cfg = EntityNLMConfig(vocab_size=vocab_size, embed_dim=6, hidden_size=8, l_max=l_max,
                           proposal=proposal, bidirectional=bidirectional,
-                          lstm_scope=lstm_scope)  # fmt: skip
+                          lstm_scope=lstm_scope, **variant)  # fmt: skip
     model = EntityNLM(cfg)
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(scale)
         model.w_dist.weight.normal_(0, scale)
+        if cfg.distance_feature == "sentence_exp":  # far from its 1e-6 start: the term matters
+            model.lambda_dist.fill_(0.7 * scale)
     return model.eval()
 
 

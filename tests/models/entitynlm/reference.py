@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from models.entitynlm.data import Batch
-from models.entitynlm.model import NEG, EntityNLM, decision_points
+from models.entitynlm.model import NEG, EntityNLM, decision_points, distance_axis
 
 
 def gumbel_argmax(log_probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -62,6 +62,9 @@ class ReferenceEntityNLM(EntityNLM):
         idx = pos[..., None].expand(-1, -1, h)
         hp, hu = pred.gather(1, idx), upd.gather(1, idx)
         qh, ph = self.w_entity(hp), self.w_delta(hu)
+        hu = self.entity_input(hu)
+        sentence_axis = self.config.distance_feature == "sentence_exp"
+        at = distance_axis(batch.sent_start, batch.mask, sentence_axis).gather(1, pos)
         slots = int(batch.entity.max()) + 2 if b else 1
         mem = self.prior(b, slots, dev, pred.dtype)
         last = torch.zeros(b, slots, dtype=torch.long, device=dev)
@@ -70,14 +73,14 @@ class ReferenceEntityNLM(EntityNLM):
         logp, sel, after, dists = [], [], [], []
         for j in range(m_len):
             if keep_distributions or bool(starts[:, j].any()):
-                lp = self.entity_log_probs(mem, qh[:, j], last, n, pos[:, j])
+                lp = self.entity_log_probs(mem, qh[:, j], last, n, at[:, j])
                 logp.append(torch.where(starts[:, j], lp[rows, ent[:, j]], 0.0))
                 dists.append(lp)
             else:
                 logp.append(torch.zeros(b, device=dev))
             e_old = mem[rows, ent[:, j]]
             e_new = self.gate_update(e_old, hu[:, j], ph[:, j])
-            mem, last, n = self.write(mem, last, n, ent[:, j], pos[:, j], e_new, valid[:, j])
+            mem, last, n = self.write(mem, last, n, ent[:, j], at[:, j], e_new, valid[:, j])
             sel.append(e_old)
             after.append(e_new)
         logp_e = torch.zeros(b, t_len, device=dev)
@@ -106,6 +109,8 @@ class ReferenceEntityNLM(EntityNLM):
         if not self.config.proposal:
             raise ValueError("sample() is the proposal's: EntityNLMConfig(proposal=True)")
         pred, upd = self.contexts(tokens, mask, sent_start)
+        axis = distance_axis(sent_start, mask, self.config.distance_feature == "sentence_exp")
+        axis = axis.repeat_interleave(n, 0)
         pred, upd = pred.repeat_interleave(n, 0), upd.repeat_interleave(n, 0)
         tokens, mask = tokens.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
         rows, t_len = tokens.shape
@@ -131,8 +136,7 @@ class ReferenceEntityNLM(EntityNLM):
                 if int(n_ent.max()) + 1 >= mem.size(1):  # room for the new-entity slot
                     mem = torch.cat([mem, self.prior(rows, mem.size(1), dev, mem.dtype)], 1)
                     last = torch.cat([last, torch.zeros_like(last)], 1)
-                pos = torch.full((rows,), t, device=dev)
-                lp_e = self.entity_log_probs(mem, qh[:, t], last, n_ent, pos)
+                lp_e = self.entity_log_probs(mem, qh[:, t], last, n_ent, axis[:, t])
                 e_s = gumbel_argmax(lp_e, generator)
                 lp_l = self.length_log_probs(pred[:, t], mem[ar, e_s])
                 l_s = gumbel_argmax(lp_l, generator)
@@ -141,9 +145,9 @@ class ReferenceEntityNLM(EntityNLM):
                 prev_rem = torch.where(start, l_s + 1, prev_rem)
             rem = torch.where(start, prev_rem, torch.where(r, prev_rem - 1, 0))
             if bool(r.any()):
-                e_new = self.gate_update(mem[ar, ent.clamp(min=0)], upd[:, t], ph[:, t])
-                pos = torch.full((rows,), t, device=dev)
-                mem, last, n_ent = self.write(mem, last, n_ent, ent, pos, e_new, r)
+                e_new = self.gate_update(mem[ar, ent.clamp(min=0)], self.entity_input(upd[:, t]),
+                                         ph[:, t])  # fmt: skip
+                mem, last, n_ent = self.write(mem, last, n_ent, ent, axis[:, t], e_new, r)
             is_m.append(r)
             ents.append(torch.where(r, ent, -1))
             rems.append(rem)

@@ -14,6 +14,7 @@ import torch
 from models.entitynlm.data import collate
 from models.entitynlm.draws import _set_exp, draw
 from tests.models.entitynlm.helpers import (
+    AUTHORS_VARIANTS,
     enumeration_batch,
     random_documents,
     random_model,
@@ -75,6 +76,25 @@ def test_the_walks_lm_score_is_the_lms_log_joint(scope):
             oracle = reference_of(lm).log_joint(draws)
         assert torch.allclose(logp, oracle, atol=1e-4), (seed, (logp - oracle).abs().max())
         assert int(draws.entity.max()) >= 4  # past the walk's first buffer of 4 entities
+
+
+@pytest.mark.parametrize("variant", sorted(AUTHORS_VARIANTS))
+def test_the_walk_scores_the_authors_variants_as_the_reference(variant):
+    """Issue #56.4: with each of the authors' model variants in both Q and the LM, the walk's
+    log Q and log P(X, R, E, L) of its draws are the reference's."""
+    settings = AUTHORS_VARIANTS[variant]
+    long_doc = random_documents(99, count=1, max_len=120, sentences=True)
+    for seed in range(2):
+        q = random_model(7, proposal=True, l_max=3, scale=1.5, seed=seed, **settings)
+        lm = random_model(7, l_max=3, scale=1.5, seed=seed + 10, **settings)
+        batch = collate(random_documents(seed + 20, sentences=True) + long_doc, VOCAB)
+        with torch.no_grad():
+            draws, logq, logp = draw(q, batch.tokens, batch.mask, 25,
+                                     torch.Generator().manual_seed(seed), lm=lm,
+                                     sent_start=batch.sent_start)  # fmt: skip
+            assert torch.allclose(reference_of(q).log_joint(draws), logq, atol=1e-5), seed
+            oracle = reference_of(lm).log_joint(draws)
+        assert torch.allclose(logp, oracle, atol=1e-4), (seed, (logp - oracle).abs().max())
 
 
 def test_a_seed_fixes_the_draws():

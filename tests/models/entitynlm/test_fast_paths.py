@@ -8,7 +8,12 @@ import torch
 
 from models.entitynlm.data import collate
 from models.entitynlm.model import distinct_rows
-from tests.models.entitynlm.helpers import random_documents, random_model, vocab_of
+from tests.models.entitynlm.helpers import (
+    AUTHORS_VARIANTS,
+    random_documents,
+    random_model,
+    vocab_of,
+)
 from tests.models.entitynlm.reference import reference_of
 
 VOCAB = vocab_of(7)
@@ -64,3 +69,33 @@ def test_evaluation_word_normalisers_match_the_training_softmax(scope):
     with torch.no_grad():
         fast = lm.log_words(batch)
     assert torch.allclose(full.detach(), fast, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", sorted(AUTHORS_VARIANTS))
+def test_the_authors_variants_equal_the_reference(variant):
+    """Issue #56.4: each of the authors' model variants through the batched scan (log-probs,
+    gradients, entity predictions) computes what the one-word-at-a-time reference computes."""
+    settings = AUTHORS_VARIANTS[variant]
+    for seed in range(2):
+        for proposal in (False, True):
+            model = random_model(7, proposal=proposal, l_max=3, scale=1.5, seed=seed,
+                                 **settings).train()  # fmt: skip
+            ref = reference_of(model)
+            batch = collate(random_documents(seed, sentences=True), VOCAB)
+            torch.manual_seed(seed)
+            fast = model.token_log_probs(batch)
+            torch.manual_seed(seed)
+            slow = ref.token_log_probs(batch)
+            for key in slow:
+                assert torch.allclose(fast[key], slow[key], atol=1e-5), (seed, proposal, key)
+            sum(v.sum() for v in fast.values()).backward()
+            sum(v.sum() for v in slow.values()).backward()
+            for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
+                if p.grad is not None or q.grad is not None:
+                    assert torch.allclose(p.grad, q.grad, atol=1e-4), (seed, proposal, name)
+    model = random_model(7, l_max=3, scale=1.5, seed=3, **settings)
+    batch = collate(random_documents(7, sentences=True), VOCAB)
+    fast, slow = model.entity_predictions(batch), reference_of(model).entity_predictions(batch)
+    for d_fast, d_slow in zip(fast, slow, strict=True):
+        for (ta, a), (tb, b) in zip(d_fast, d_slow, strict=True):
+            assert ta == tb and torch.allclose(a, b, atol=1e-5)

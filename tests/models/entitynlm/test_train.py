@@ -15,12 +15,13 @@ from tasks.core.settings import ConfigError, parse_settings
 from tests.models.entitynlm.test_stage import _splits
 
 
-def _recipe(clip_scope: str, optimizer: str = "adam", lr: float = 1e-3) -> train.LMRecipe:
+def _recipe(clip_scope: str, optimizer: str = "adam", lr: float = 1e-3,
+            entity_weight: float = 1.0) -> train.LMRecipe:  # fmt: skip
     splits = _splits()
     vocab = Vocab.build(splits["train"])
     mcfg = train.ModelSettings(embed_dim=8, hidden_size=8, l_max=3, min_count=1)
     tcfg = train.TrainSettings(batch_tokens=64, threads=1, device="cpu", clip_scope=clip_scope,
-                               optimizer=optimizer, lr=lr)  # fmt: skip
+                               optimizer=optimizer, lr=lr, entity_weight=entity_weight)  # fmt: skip
     torch.manual_seed(0)
     return train.LMRecipe("entitynlm", splits, vocab, mcfg, tcfg)
 
@@ -73,6 +74,30 @@ def test_adagrad_takes_the_papers_first_step():
             p.grad = torch.full_like(p, 3.0)
         optimizer.step()
     assert torch.allclose(start - weight.detach(), torch.full_like(start, 0.1 * (1 + 2**-0.5)))
+
+
+def test_the_entity_weight_scales_the_r_e_l_terms_of_the_loss_only():
+    """Issue #56.4, the authors' --entityweight (entitynlm.h:421-428): the loss is
+    -(x + w (r + e + l)) + the proposal's NLL, per word; the logged joint stays Eq. 9's."""
+    losses, stats = {}, {}
+    for weight in (1.0, 3.0):
+        recipe = _recipe("per_model", entity_weight=weight)
+        recipe.model.eval()  # no dropout, no Eq. 7 noise: the same terms for both weights
+        batch = next(recipe.batches(0))
+        out = recipe.step(batch, torch.device("cpu"))
+        losses[weight], stats[weight] = float(out.loss.detach()) * batch.num_tokens, out.stats
+        with torch.no_grad():
+            terms = recipe.model.lm.token_log_probs(batch)
+    structure = float(sum(terms[k].sum() for k in "rel"))
+    assert structure < 0 and stats[1.0]["loss_sum"] == pytest.approx(stats[3.0]["loss_sum"])
+    assert losses[3.0] - losses[1.0] == pytest.approx(-2.0 * structure, rel=1e-4)
+
+
+def test_an_unknown_model_variant_is_refused_naming_the_setting():
+    with pytest.raises(ConfigError, match="distance_feature"):
+        parse_settings(train.ModelSettings, {"distance_feature": "words"}, "train_entitynlm.model")
+    with pytest.raises(ConfigError, match="entity_weight"):
+        parse_settings(train.TrainSettings, {"entity_weight": 0}, "train_entitynlm.train")
 
 
 def test_an_unknown_optimizer_is_refused_naming_the_setting():
