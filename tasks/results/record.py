@@ -47,7 +47,7 @@ from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import record_problems
 from tasks.core.tracking import git_sha
-from tasks.results.records import is_transcribed, merge, metric_entry, new_record, record_id
+from tasks.results.records import merge, metric_entry, new_record, record_id
 
 RESULTS_ROOT = "results"
 
@@ -244,11 +244,16 @@ def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
 def overrides(root: Path, stage: str | None = None) -> list[str]:
     """params.yaml's settings that differ from HEAD's, as `key=value` (dvc exp run -S form).
     entity_prediction: the EntityNLM checkpoint's seed<k> is the record's seed, not a setting,
-    so it reads seed{seed} there (the seeds of one setting merge into one record)."""
+    so it reads seed{seed} there (the seeds of one setting merge into one record); no
+    checkpoint reads null, whether set as null or as the stage's NO_CHECKPOINT file."""
     head = subprocess.run(["git", "show", "HEAD:params.yaml"], cwd=root, capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
     out = _diff(yaml.safe_load(head), yaml.safe_load((root / "params.yaml").read_text()))
     if stage == "entity_prediction":
+        from flows.entity_prediction import NO_CHECKPOINT
+
+        none = f"{PREDICTION_CHECKPOINT}={json.dumps(NO_CHECKPOINT)}"
+        out = [f"{PREDICTION_CHECKPOINT}=null" if o == none else o for o in out]
         out = [re.sub(r"(?<=[\"/])seed\d+/", "seed{seed}/", o)
                if o.startswith("entity_prediction") else o for o in out]  # fmt: skip
     return sorted(out)
@@ -365,6 +370,11 @@ def _prediction_entry(spec: MetricSpec, seeds: dict[str, dict[str, Any]]) -> dic
     return {spec.name: metric_entry(values, split=split,
                                     split_size=sizes.pop() if len(sizes) == 1 else None,
                                     unit=spec.unit, better=spec.better)}  # fmt: skip
+
+
+def is_transcribed(record: dict[str, Any]) -> bool:
+    """A record copied from prose (tasks/results/transcribe.py), not written from a run."""
+    return str(record.get("source", "")).startswith("transcribed")
 
 
 def existing(path: Path) -> dict[str, Any] | None:

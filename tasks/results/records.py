@@ -44,11 +44,6 @@ def stated_metric_entry(mean: float, sd: float | None, n: int, *, split: str,
             "split_size": split_size, "unit": unit, "better": better}  # fmt: skip
 
 
-def is_transcribed(record: Mapping[str, Any]) -> bool:
-    """A record copied from prose (tasks/results/transcribe.py), not written from a run."""
-    return str(record.get("source", "")).startswith("transcribed")
-
-
 def record_id(preset: str | None, stage: str, item: str) -> str:
     return f"{preset or 'adhoc'}/{stage}/{item}"
 

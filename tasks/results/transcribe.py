@@ -21,14 +21,8 @@ import yaml
 
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.results.record import RESULTS_ROOT, existing, write
-from tasks.results.records import (
-    is_transcribed,
-    metric_entry,
-    new_record,
-    record_id,
-    stated_metric_entry,
-)
+from tasks.results.record import RESULTS_ROOT, existing, is_transcribed, write
+from tasks.results.records import metric_entry, new_record, record_id, stated_metric_entry
 
 SOURCE = "transcribed, no run"
 TRANSCRIBED = "results/transcribed.yaml"
