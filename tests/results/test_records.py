@@ -350,3 +350,25 @@ def test_a_run_record_is_never_replaced_and_its_error_has_no_hint(workspace):
     assert "--replace-transcribed" not in str(caught.value)
     path = out / "entitynlm-lm/train_entitynlm/5gram.json"
     assert json.loads(path.read_text())["overrides"] == ["train_mage.seeds=[1, 2]"]
+
+
+def test_no_entitynlm_checkpoint_reads_null_in_a_records_settings(workspace):
+    """Issue #61: the rankers' records of a run without EntityNLM merge whether the setting was
+    null (a direct run) or the stage's NO_CHECKPOINT file (dvc repro)."""
+    import subprocess
+
+    from flows.entity_prediction import NO_CHECKPOINT
+
+    _prediction_workspace(workspace, 1, 0.64)
+    params = (workspace / "params.yaml").read_text()
+    for args in (
+        ["add", "-A"],
+        ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "y"],
+    ):
+        subprocess.run(["git", *args], cwd=workspace, check=True)  # HEAD: a checkpoint set
+    (workspace / "params.yaml").write_text(
+        params.replace("artifacts/train_entitynlm/entitynlm/seed1/best.pt", NO_CHECKPOINT)
+    )
+    shown = _build_prediction(workspace, "inscript-shallow")["overrides"]
+    assert "entity_prediction.entitynlm.checkpoint=null" in shown
+    assert not any(NO_CHECKPOINT in o for o in shown)
