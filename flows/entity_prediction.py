@@ -6,7 +6,7 @@ Reads data/docs/<corpus>/ (and, for InScript, the label kinds from data/raw/insc
 rules need ScrPart_* vs NPart, ...; tasks/corpora/inscript.mention_kinds), builds the slots of
 every split (tasks/evaluation/entity_prediction.py), trains the shallow ranker on the train
 slots, scores the two baselines and EntityNLM's predictor (models/entitynlm/apply.py,
-checkpoint entity_prediction.entitynlm.checkpoint, null: none), and writes
+checkpoint entity_prediction.entitynlm.checkpoint; NO_CHECKPOINT or null: none), and writes
 metrics/entity_prediction/<corpus>.json (accuracy per predictor per split, slot counts) and
 data/entity_prediction/<corpus>/predictions.parquet (ENTITY_PREDICTIONS).
 
@@ -63,17 +63,29 @@ INSCRIPT_TEST_STORIES = 182  # the split file's test list (tasks/corpora/inscrip
 # --------------------------------------------------------------------------- 1. settings
 
 
+# The checkpoint setting's "no EntityNLM row" under DVC: the stage's dep is the checkpoint
+# (dvc.yaml `${entity_prediction.entitynlm.checkpoint}`, so `dvc repro` trains it first and
+# reruns when it changes), and DVC cannot parse a null dep, so "none" is this tracked file,
+# which never changes. null means the same to a direct run (python -m flows.entity_prediction).
+NO_CHECKPOINT = "models/entitynlm/no_checkpoint.txt"
+
+
 @dataclass
 class ModelPredictorSettings:
-    """params.yaml entity_prediction.entitynlm: a trained model's checkpoint (null: skip it).
-    The predictor itself is the model family's (models/entitynlm/apply.py); the flow builds it
-    and hands it to `run`."""
+    """params.yaml entity_prediction.entitynlm: a trained model's checkpoint (NO_CHECKPOINT or
+    null: skip it). The predictor itself is the model family's (models/entitynlm/apply.py);
+    the flow builds it and hands it to `run`."""
 
     checkpoint: str | None = None
 
     def validate(self, path: str) -> None:
-        if self.checkpoint is not None:
+        if self.scored is not None:
             check_checkpoint_path(self.checkpoint, f"{path}.checkpoint")
+
+    @property
+    def scored(self) -> str | None:
+        """The checkpoint to score, None for none (NO_CHECKPOINT or null)."""
+        return None if self.checkpoint in (None, NO_CHECKPOINT) else self.checkpoint
 
 
 @dataclass
@@ -287,7 +299,7 @@ run_corpus = task(run, name="entity-prediction", task_run_name="entity_predictio
 @flow(name="entity_prediction")
 def entity_prediction(corpus: str) -> dict:
     cfg = settings()  # every setting checked before any work, then passed down
-    return run_corpus(cfg, corpus, entity_predictors(cfg.entitynlm.checkpoint))
+    return run_corpus(cfg, corpus, entity_predictors(cfg.entitynlm.scored))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,15 @@ the settings that differ from HEAD's params.yaml (the overrides), the sha256 of 
 file, and writes results/<preset>/<stage>/<item>.json (--out: another results folder, e.g.
 main's from a lane workspace), merged seed by seed with what is there.
 
+The 5-gram of Table 1 (`train_entitynlm 5gram`), a deterministic estimator, has no seed
+folders: its record reads metrics/train_entitynlm/5gram.json (`selected.<split>.ppl` and
+`.tokens`) and its seedless MLflow run `train_entitynlm@5gram`, as the one "seed" 1 (the
+record's data says so).
+
+A transcribed record (source "transcribed, no run", tasks/results/transcribe.py) of the same
+id never merges with a run's: `--replace-transcribed` replaces it whole with the run's record
+(a run record is never replaced: the seeds merge as above, or the settings differ).
+
 Entity prediction (Table 3): one row per record, from metrics/entity_prediction/<corpus>.json
 
     python -m tasks.results.record entity_prediction inscript-entitynlm \
@@ -116,13 +125,21 @@ def _at(obj: Any, dotted: str) -> Any:
     return obj
 
 
+# The seedless items: (stage, item) -> what their record says of the seed they have not
+SEEDLESS = {("train_entitynlm", "5gram"): "none: a deterministic estimator (KenLM-style 5-gram), "
+                                          "recorded as its one run, seed 1"}  # fmt: skip
+
+
 def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
     """seed -> its metrics.json (+ its timings), of every seed folder of the item; a graph
-    variant: its one metrics file under its corruption seed."""
+    variant: its one metrics file under its corruption seed; a seedless item (SEEDLESS): its
+    stage metrics file as seed 1."""
     if stage == "graphs_ablation":
         return _graph_metrics(root, item)
     if stage == "entity_prediction":
         return _prediction_metrics(root, item)
+    if (stage, item) in SEEDLESS:
+        return _seedless_metrics(root, stage, item)
     folder = root / "artifacts" / stage / item
     seeds = sorted(folder.glob("seed*/metrics.json")) if folder.is_dir() else []
     if not seeds:
@@ -135,6 +152,24 @@ def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]
             metrics.update(json.loads(timings.read_text()))
         out[path.parent.name.removeprefix("seed")] = metrics
     return out
+
+
+def _seedless_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
+    """{"1": the item's figures}: metrics/<stage>/<item>.json as the 5-gram writes it
+    (models/entitynlm/ngram.py train_ngram: `selected.<split>` = {ppl, tokens, ...}), its
+    wall time from its timings file where one was written."""
+    path = root / "metrics" / stage / f"{item}.json"
+    if not path.is_file():
+        raise CorefreproError(f"{path}: missing: run `dvc repro {stage}@{item}` first")
+    metrics = json.loads(path.read_text())
+    selected = metrics.get("selected")
+    if not isinstance(selected, dict) or not selected:
+        raise CorefreproError(f"{path}: no `selected` figures (the 5-gram's dev/test scores)")
+    out: dict[str, Any] = {**selected, "device": "cpu"}
+    timings = storage.timings_path(path)
+    if timings.is_file():
+        out["wall_time_s"] = json.loads(timings.read_text()).get("wall_time_s")
+    return {"1": out}
 
 
 def prediction_row(root: Path, item: str) -> tuple[str, str, dict[str, Any]]:
@@ -209,11 +244,16 @@ def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
 def overrides(root: Path, stage: str | None = None) -> list[str]:
     """params.yaml's settings that differ from HEAD's, as `key=value` (dvc exp run -S form).
     entity_prediction: the EntityNLM checkpoint's seed<k> is the record's seed, not a setting,
-    so it reads seed{seed} there (the seeds of one setting merge into one record)."""
+    so it reads seed{seed} there (the seeds of one setting merge into one record); no
+    checkpoint reads null, whether set as null or as the stage's NO_CHECKPOINT file."""
     head = subprocess.run(["git", "show", "HEAD:params.yaml"], cwd=root, capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
     out = _diff(yaml.safe_load(head), yaml.safe_load((root / "params.yaml").read_text()))
     if stage == "entity_prediction":
+        from flows.entity_prediction import NO_CHECKPOINT
+
+        none = f"{PREDICTION_CHECKPOINT}={json.dumps(NO_CHECKPOINT)}"
+        out = [f"{PREDICTION_CHECKPOINT}=null" if o == none else o for o in out]
         out = [re.sub(r"(?<=[\"/])seed\d+/", "seed{seed}/", o)
                if o.startswith("entity_prediction") else o for o in out]  # fmt: skip
     return sorted(out)
@@ -228,9 +268,10 @@ def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
     return [f"{prefix.rstrip('.')}={json.dumps(b, sort_keys=True)}"]
 
 
-def mlflow_runs(stage: str, item: str, seeds: list[str]) -> dict[str, dict[str, str]]:
+def mlflow_runs(stage: str, item: str, seeds: list[str | None]) -> dict[Any, dict[str, str]]:
     """seed -> {run_id, git_sha, numerics, host} of its newest FINISHED run in this workspace's
-    MLflow store ({} for a seed without one)."""
+    MLflow store ({} for a seed without one); seed None: the item's seedless run
+    `<stage>@<item>` (tasks/core/tracking.py tracked_run without a seed)."""
     from mlflow.tracking import MlflowClient
 
     from tasks.core.tracking import tracking_uri
@@ -241,9 +282,10 @@ def mlflow_runs(stage: str, item: str, seeds: list[str]) -> dict[str, dict[str, 
         return {}
     out = {}
     for seed in seeds:
+        suffix = "" if seed is None else f"/seed{seed}"
         runs = client.search_runs(
             [experiment.experiment_id],
-            filter_string=f"tags.mlflow.runName = '{stage}@{item}/seed{seed}' "
+            filter_string=f"tags.mlflow.runName = '{stage}@{item}{suffix}' "
             "and attributes.status = 'FINISHED'",
             order_by=["attributes.start_time DESC"], max_results=1,
         )  # fmt: skip
@@ -289,6 +331,9 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         shallow = str((_prediction_settings(root).get("shallow") or {}).get("seed", 13))
         found = mlflow_runs(stage, corpus, [shallow]).get(shallow)
         runs = {s: found for s in seeds} if found else {}
+    elif (stage, item) in SEEDLESS:  # its one run has no seed in its name
+        found = mlflow_runs(stage, item, [None]).get(None)
+        runs = {s: found for s in seeds} if found else {}
     else:
         runs = mlflow_runs(stage, item, list(seeds))
     commits = sorted({r["git_sha"] for r in runs.values()}) or [git_sha(root)]
@@ -297,7 +342,8 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         id=record_id(preset, stage, item), paper=PAPERS.get(stage, stage), table=table, row=row,
         source="run", stage=stage, item=item, preset=preset, scale=scale,
         overrides=overrides(root, stage), metrics=metrics,
-        data={p: storage.sha256_of(root / p) for p in data},
+        data={**({"seed": SEEDLESS[stage, item]} if (stage, item) in SEEDLESS else {}),
+              **{p: storage.sha256_of(root / p) for p in data}},
         commit=", ".join(commits), numerics="; ".join(numerics),
         device=", ".join(sorted({str(m.get("device", "unknown")) for m in seeds.values()})),
         cpu=cpu_model(),
@@ -326,16 +372,40 @@ def _prediction_entry(spec: MetricSpec, seeds: dict[str, dict[str, Any]]) -> dic
                                     unit=spec.unit, better=spec.better)}  # fmt: skip
 
 
-def write(record: dict[str, Any], out: Path) -> Path:
-    """The record at out/<id>.json, merged with the one there (seed by seed)."""
-    path = out / f"{record['id']}.json"
-    old = None
-    if path.is_file():
+def is_transcribed(record: dict[str, Any]) -> bool:
+    """A record copied from prose (tasks/results/transcribe.py), not written from a run."""
+    return str(record.get("source", "")).startswith("transcribed")
+
+
+def existing(path: Path) -> dict[str, Any] | None:
+    """The record at `path`, checked (None: no file there)."""
+    if not path.is_file():
+        return None
+    try:
         old = json.loads(path.read_text())
-        problems = record_problems(old)
-        if problems:
-            raise CorefreproError(f"{path}: not a valid record ({'; '.join(problems)})")
-    merged = merge(old, record)
+    except json.JSONDecodeError as exc:
+        raise CorefreproError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    problems = record_problems(old)
+    if problems:
+        raise CorefreproError(f"{path}: not a valid record ({'; '.join(problems)})")
+    return old
+
+
+def write(record: dict[str, Any], out: Path, *, replace_transcribed: bool = False) -> Path:
+    """The record at out/<id>.json, merged with the one there (seed by seed). A run's record
+    over a transcribed one (no per-seed figures, no data digests: the two never merge):
+    replaces it whole with `replace_transcribed`, else an error saying so."""
+    path = out / f"{record['id']}.json"
+    old = existing(path)
+    if old is not None and is_transcribed(old) and not is_transcribed(record):
+        if not replace_transcribed:
+            raise CorefreproError(
+                f"{path}: a transcribed record (source {old['source']!r}) holds this id and "
+                "never merges with a run's; pass --replace-transcribed to replace it whole"
+            )
+        merged = dict(record)
+    else:
+        merged = merge(old, record)
     path.parent.mkdir(parents=True, exist_ok=True)
     storage.write_text(path, json.dumps(merged, indent=2, sort_keys=True) + "\n")
     return path
@@ -352,11 +422,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", action="append", default=[],
                         help="a data file the item read (its sha256 is recorded); repeatable")  # fmt: skip
     parser.add_argument("--out", default=None, help="results folder (default: results/)")
+    parser.add_argument("--replace-transcribed", action="store_true",
+                        help="replace a transcribed record of the same id whole (never a run's)")  # fmt: skip
     args = parser.parse_args(argv)
     try:
         record = build(args.stage, args.item, preset=args.preset, scale=args.scale,
                        table=args.table, row=args.row, data=args.data)  # fmt: skip
-        path = write(record, Path(args.out) if args.out else resolve_path(RESULTS_ROOT))
+        path = write(record, Path(args.out) if args.out else resolve_path(RESULTS_ROOT),
+                     replace_transcribed=args.replace_transcribed)  # fmt: skip
     except CorefreproError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@ no run behind them any more; the report should read every figure from a record. 
 of results/transcribed.yaml copies one README figure with what the README states about it
 (its line number and a quote included) and nothing else: a fact the README does not give is
 "unknown" (or {}). The records carry source "transcribed, no run", so they are never taken
-for a run's own record; a stated mean/sd/n without per-seed figures stays as stated.
+for a run's own record; a stated mean/sd/n without per-seed figures stays as stated. A run's
+record that replaced one (`python -m tasks.results.record ... --replace-transcribed`) is kept.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import yaml
 
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.results.record import RESULTS_ROOT, write
+from tasks.results.record import RESULTS_ROOT, existing, is_transcribed, write
 from tasks.results.records import metric_entry, new_record, record_id, stated_metric_entry
 
 SOURCE = "transcribed, no run"
@@ -111,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else resolve_path(RESULTS_ROOT)
     try:
         for record in build_all(resolve_path(args.source)):
+            kept = existing(out / f"{record['id']}.json")
+            if kept is not None and not is_transcribed(kept):  # record --replace-transcribed
+                print(f"{out / record['id']}.json: kept, a run's record (source {kept['source']})")
+                continue
             path = write(record, out)
             shown = ", ".join(f"{k} {v['mean']}" for k, v in record["metrics"].items())
             print(f"{path}: {shown}")

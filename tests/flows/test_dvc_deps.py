@@ -210,3 +210,40 @@ def test_an_ablation_setting_reruns_its_graphs_only(tmp_path):
     changed = _changed_params(tmp_path, env)
     assert changed == {"graphs_ablation@synthetic-gold-sentence":
                        {"graphs.ablations.synthetic-gold-sentence"}}, changed  # fmt: skip
+
+
+def test_entity_prediction_depends_on_its_checkpoint_and_builds_without_one(tmp_path):
+    """Issue #61: the stage's dep is `${entity_prediction.entitynlm.checkpoint}` (dvc repro
+    trains the checkpoint first and reruns the stage when it changes); DVC cannot parse a null
+    dep, so "no EntityNLM row" is the tracked NO_CHECKPOINT file, which the flow scores as
+    none and DVC builds the stage with."""
+    import re
+    import shutil
+
+    from dvc.repo import Repo
+
+    from flows.entity_prediction import NO_CHECKPOINT, ModelPredictorSettings
+
+    assert (REPO_ROOT / NO_CHECKPOINT).is_file()
+    for value in (NO_CHECKPOINT, None):
+        none = ModelPredictorSettings(value)
+        none.validate("entity_prediction.entitynlm")  # no checkpoint to check
+        assert none.scored is None
+    trained = "artifacts/train_entitynlm/entitynlm/seed2/best.pt"
+    assert ModelPredictorSettings(trained).scored == trained
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    Repo.init(repo, no_scm=True).close()
+    shutil.copy(REPO_ROOT / "dvc.yaml", repo / "dvc.yaml")
+    params = (REPO_ROOT / "params.yaml").read_text()
+    for checkpoint in (NO_CHECKPOINT, trained):
+        text, n = re.subn(r"(?m)^(    checkpoint: )\S+", rf"\g<1>{checkpoint}",
+                          params.split("\nentity_prediction:", 1)[1])  # fmt: skip
+        assert n == 1
+        (repo / "params.yaml").write_text(params.split("\nentity_prediction:", 1)[0]
+                                          + "\nentity_prediction:" + text)  # fmt: skip
+        with Repo(str(repo)) as dvc:
+            stages = [s for s in dvc.index.stages if s.name.startswith("entity_prediction@")]
+            assert stages
+            for stage in stages:
+                assert checkpoint in {str(d.def_path) for d in stage.deps}, stage.name

@@ -230,3 +230,145 @@ def test_table_1_records_carry_each_entitynlm_reading_and_the_rnnlm_its_perplexi
     rnn = build("rnnlm")["metrics"]
     assert sorted(rnn) == ["dev_ppl", "test_ppl"] and rnn["test_ppl"]["per_seed"] == {"1": 145.0}
     assert rnn["dev_ppl"]["split_size"] == 800 and rnn["test_ppl"]["better"] == "lower"
+
+
+# --------------------------------------------------------------------------- the seedless 5-gram
+
+
+def _five_gram(root, wall_time_s: float | None = 18.0) -> None:
+    """metrics/train_entitynlm/5gram.json as models/entitynlm/ngram.py train_ngram writes it
+    (its wall time, where written, under logs/timings/)."""
+    scores = {s: {"ppl": p, "tokens": n, "log_prob": -1.0, "ppl_with_eos": p + 1, "oov": 0}
+              for s, p, n in (("dev", 259.891234, 37582), ("test", 289.04, 55067))}  # fmt: skip
+    metrics = {"model": "5gram", "seeds": 1, "selected": scores,
+               "dev_ppl": {"mean": 259.891234, "std": 0.0, "n": 1},
+               "test_ppl": {"mean": 289.04, "std": 0.0, "n": 1},
+               "tokens": {"train": 9000, "dev": 37582, "test": 55067}}  # fmt: skip
+    path = root / "metrics/train_entitynlm/5gram.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(metrics))
+    if wall_time_s is not None:
+        timings = root / "logs/timings/metrics/train_entitynlm/5gram.json"
+        timings.parent.mkdir(parents=True, exist_ok=True)
+        timings.write_text(json.dumps({"wall_time_s": wall_time_s}))
+
+
+def _build_5gram(root):
+    return record_cli.build("train_entitynlm", "5gram", preset="entitynlm-lm", scale="cpu",
+                            table="Table 1", row="5-gram", data=[], root=root)  # fmt: skip
+
+
+def test_the_seedless_5gram_is_recorded_from_its_stage_metrics(workspace, monkeypatch):
+    """Issue #61: the 5-gram writes no seed folder; its record reads its metrics file, as one
+    entry under seed 1, names the missing seed in its data, and finds its seedless MLflow run."""
+    asked = []
+
+    def runs(stage, item, seeds):
+        asked.append((stage, item, seeds))
+        return {None: {"run_id": "r5", "git_sha": "abc", "numerics": "native", "host": "h"}}
+
+    monkeypatch.setattr(record_cli, "mlflow_runs", runs)
+    _five_gram(workspace)
+    record = _build_5gram(workspace)
+    assert record_problems(record) == [] and record["id"] == "entitynlm-lm/train_entitynlm/5gram"
+    assert sorted(record["metrics"]) == ["dev_ppl", "test_ppl"]
+    dev, test = record["metrics"]["dev_ppl"], record["metrics"]["test_ppl"]
+    assert dev["per_seed"] == {"1": 259.8912} and dev["split_size"] == 37582
+    assert test["mean"] == 289.04 and test["split_size"] == 55067 and test["sd"] is None
+    assert dev["unit"] == "ppl" and dev["better"] == "lower" and test["split"] == "test"
+    assert "no" in record["data"]["seed"] and "deterministic" in record["data"]["seed"]
+    assert record["wall_time_s"] == {"1": 18.0} and record["device"] == "cpu"
+    assert asked == [("train_entitynlm", "5gram", [None])]
+    assert record["mlflow_run_ids"] == {"1": "r5"} and record["commit"] == "abc"
+
+
+def test_the_5gram_without_timings_or_metrics(workspace):
+    with pytest.raises(CorefreproError, match=r"5gram.json: missing: run `dvc repro "
+                                              r"train_entitynlm@5gram` first"):  # fmt: skip
+        _build_5gram(workspace)
+    _five_gram(workspace, wall_time_s=None)
+    record = _build_5gram(workspace)
+    assert record["wall_time_s"] == {"1": None} and record["mlflow_run_ids"] == {}
+
+
+# --------------------------------------------------------------------------- transcribed records
+
+
+def _transcribed_record():
+    """results/entitynlm-lm/train_entitynlm/5gram.json as tasks/results/transcribe.py builds it."""
+    from tasks.results import transcribe
+
+    entry = {"readme_line": 1134, "quote": "| 5-gram | -- | 259.89 | 289.04 |",
+             "preset": "entitynlm-lm", "scale": "cpu", "stage": "train_entitynlm",
+             "item": "5gram", "paper": "Ji et al. 2017 (EntityNLM)", "table": "Table 1",
+             "row": "5-gram", "data": {"corpora": "gum, litbank (gold)"},
+             "recorded_at": "2026-12-02",
+             "metrics": {"dev_ppl": {"unit": "ppl", "better": "lower", "split": "dev",
+                                     "split_size": 37582, "mean": 259.89, "n": 1}}}  # fmt: skip
+    return transcribe.build(entry)
+
+
+def test_a_run_record_replaces_a_transcribed_one_only_when_asked(workspace, monkeypatch, capsys):
+    """Issue #61: a transcribed record has no per-seed figures and no data digests, so a rerun
+    never merges with it: without --replace-transcribed the error says to pass it, with it the
+    run's record replaces the transcribed one whole."""
+    out = workspace / "results"
+    record_cli.write(_transcribed_record(), out)
+    _five_gram(workspace)
+    path = out / "entitynlm-lm/train_entitynlm/5gram.json"
+    with pytest.raises(CorefreproError, match=r"5gram.json: a transcribed record .*pass "
+                                              r"--replace-transcribed"):  # fmt: skip
+        record_cli.write(_build_5gram(workspace), out)
+    assert json.loads(path.read_text())["source"] == "transcribed, no run"  # nothing lost
+    run = _build_5gram(workspace)
+    record_cli.write(run, out, replace_transcribed=True)
+    assert json.loads(path.read_text()) == run
+    # the command line: the flag reaches write; a rerun then merges as run records do
+    monkeypatch.setattr(record_cli, "build", lambda *a, **k: run)
+    argv = ["train_entitynlm", "5gram", "--table", "Table 1", "--row", "5-gram", "--out", str(out)]
+    assert record_cli.main([*argv, "--replace-transcribed"]) == 0
+    assert record_cli.main(argv) == 0 and json.loads(path.read_text())["source"] == "run"
+    # and the transcription, run again, keeps the run's record
+    from tasks.results import transcribe
+
+    monkeypatch.setattr(transcribe, "build_all", lambda source: [_transcribed_record()])
+    assert transcribe.main(["--out", str(out)]) == 0
+    assert json.loads(path.read_text())["source"] == "run"
+    assert "kept, a run's record" in capsys.readouterr().out
+
+
+def test_a_run_record_is_never_replaced_and_its_error_has_no_hint(workspace):
+    """--replace-transcribed replaces only a transcribed record: over a run record of other
+    settings the merge rules hold, and their error does not offer the option."""
+    out = workspace / "results"
+    _five_gram(workspace)
+    record_cli.write(_build_5gram(workspace), out)
+    (workspace / "params.yaml").write_text("train_entitynlm:\n  ngram: {order: 4}\n")
+    other = _build_5gram(workspace)
+    with pytest.raises(CorefreproError, match="other settings") as caught:
+        record_cli.write(other, out, replace_transcribed=True)
+    assert "--replace-transcribed" not in str(caught.value)
+    path = out / "entitynlm-lm/train_entitynlm/5gram.json"
+    assert json.loads(path.read_text())["overrides"] == ["train_mage.seeds=[1, 2]"]
+
+
+def test_no_entitynlm_checkpoint_reads_null_in_a_records_settings(workspace):
+    """Issue #61: the rankers' records of a run without EntityNLM merge whether the setting was
+    null (a direct run) or the stage's NO_CHECKPOINT file (dvc repro)."""
+    import subprocess
+
+    from flows.entity_prediction import NO_CHECKPOINT
+
+    _prediction_workspace(workspace, 1, 0.64)
+    params = (workspace / "params.yaml").read_text()
+    for args in (
+        ["add", "-A"],
+        ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "y"],
+    ):
+        subprocess.run(["git", *args], cwd=workspace, check=True)  # HEAD: a checkpoint set
+    (workspace / "params.yaml").write_text(
+        params.replace("artifacts/train_entitynlm/entitynlm/seed1/best.pt", NO_CHECKPOINT)
+    )
+    shown = _build_prediction(workspace, "inscript-shallow")["overrides"]
+    assert "entity_prediction.entitynlm.checkpoint=null" in shown
+    assert not any(NO_CHECKPOINT in o for o in shown)
