@@ -118,6 +118,11 @@ def bounded(default: Any = dataclasses.MISSING, **bounds: Any) -> Any:
     return dataclasses.field(default=default, metadata=meta)
 
 
+# a `threads` setting (torch intra-op threads): a number, auto (this process's share of the
+# cores, native mode only: tasks/core/numerics.py `threads`) or None (torch's own default)
+Threads = int | Literal["auto"] | None
+
+
 class Name(str):
     """Settings type of a name that becomes a path component (run, corpus, derived corpus):
     parsed as a plain str that must match tasks.core.layout.SAFE_NAME."""
