@@ -82,6 +82,7 @@ from tasks.training.loop import RUN_ONLY
 from tasks.training.stage import (
     artifact_dir,
     check_workers,
+    each_seed,
     train_tracked_seed,
     train_tracked_seeds_stacked,
     write_summary,
@@ -420,10 +421,9 @@ def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
     if len(seeds) > 1 and item.train.seeds_stacked:  # one batched model
         results = train_stacked_task(model, task, seeds, data, item, graphs_sha256)
     else:
-        results = train_seed_task.map_kwargs(
-            {"model": model, "task": task, "seed": s, "data": data, "item": item,
-             "graphs_sha256": graphs_sha256} for s in seeds
-        )  # fmt: skip
+        calls = [{"model": model, "task": task, "seed": s, "data": data, "item": item,
+                  "graphs_sha256": graphs_sha256} for s in seeds]  # fmt: skip
+        results = each_seed(train_seed_task, calls, cfg.workers)
     return write_summary(FAMILY, variant(model, task), results)
 
 

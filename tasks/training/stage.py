@@ -121,7 +121,8 @@ def train_item(family: Family, item: str, seed: int | None = None, *,
     """The generic training stage of `family`'s `item` (flows/train.py; flows/train_entitynlm.py
     for its seeded models): the settings parsed, family.prepare_data once, each seed by
     `train_one(family, item, seed, data, settings, dataset=..., run_params=...)`
-    (train_tracked_seed; a flow passes it as a Prefect task), the summary written."""
+    (train_tracked_seed; a flow passes it as its step, which runs the seeds on the settings'
+    `workers` processes at once when there are more than one), the summary written."""
     if family.prepare_data is None:
         raise CorefreproError(
             f"family {family.name!r} declares no prepare_data (tasks/training/family.py): "
@@ -140,9 +141,22 @@ def train_item(family: Family, item: str, seed: int | None = None, *,
     epochs = getattr(getattr(settings, "train", None), "epochs", None)
     if isinstance(epochs, int):  # the stage's ETA in each epoch's line: every seed's epochs
         STAGE_CLOCK.plan(len(seeds) * epochs)
-    results = [train_one(family, item, s, data, settings, dataset=dataset, run_params=params)
-               for s in seeds]  # fmt: skip
+    calls = [{"family": family, "item": item, "seed": s, "data": data, "settings": settings,
+              "dataset": dataset, "run_params": params} for s in seeds]  # fmt: skip
+    results = each_seed(train_one, calls, getattr(settings, "workers", 1))
     return write_summary(family, item, results)
+
+
+def each_seed(step: Callable[..., Any], calls: Sequence[Mapping[str, Any]],
+              workers: int) -> list[Any]:  # fmt: skip
+    """`step(**call)` for each seed's call, in order: one after the other in this process, or,
+    with `workers` > 1, that many at once on the stage's process pool (step is then a flow's
+    step, whose flow runs on Runner("processes", workers): flows/runtime.py map_kwargs). Each
+    seed process computes with its own `threads` (1 in portable mode), so a seed's bytes are
+    the ones it gets alone (tests/training/test_workers.py)."""
+    if workers > 1 and len(calls) > 1:
+        return step.map_kwargs([dict(call) for call in calls], max_workers=workers)
+    return [step(**call) for call in calls]
 
 
 def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings: Any, *,
