@@ -317,11 +317,23 @@ def _parse_section(cls: type, data: Any, path: str, problems: list[Problem]) -> 
         if name in data:
             kwargs[name] = _parse(tp, data[name], key_path(path, name), problems)
             _check_bounds(cls, name, kwargs[name], key_path(path, name), problems)
+            if tp == Threads and kwargs[name] == "auto":
+                _check_auto_threads(key_path(path, name), problems)
         elif required:
             problems.append((key_path(path, name), "missing setting (it has no default)"))
     if len(problems) > before:
         return _FAIL
     return _construct(cls, kwargs, path, problems)
+
+
+def _check_auto_threads(path: str, problems: list[Problem]) -> None:
+    """`threads: auto` where the numeric mode allows it (native only: tasks/core/numerics.py)."""
+    from tasks.core import numerics
+
+    try:
+        numerics.threads("auto", path)
+    except numerics.ThreadsError as exc:
+        problems.append(("", str(exc)))
 
 
 @functools.cache

@@ -52,7 +52,7 @@ from tasks.core.checkpoints import (
 )
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import STAGE_CLOCK
-from tasks.core.settings import ConfigError, Threads, bounded, key_path
+from tasks.core.settings import Threads, bounded
 from tasks.core.storage import write_metrics
 from tasks.training import distributed
 
@@ -98,12 +98,6 @@ class LoopSettings:
     log_every_s: float = bounded(60.0, ge=0)  # in-epoch progress lines when not on a terminal
     resume: bool = False  # continue from last.pt when its fingerprint matches
     seed: int = 1
-
-    def validate(self, path: str) -> None:
-        try:
-            numerics.threads(self.threads, key_path(path, "threads"))
-        except numerics.ThreadsError as exc:
-            raise ConfigError(str(exc)) from None
 
 
 @dataclass

@@ -99,8 +99,13 @@ def test_threads_auto_is_native_only(monkeypatch):
     with pytest.raises(ConfigError, match=r"^train_mage.train.threads: auto needs numerics: "
                                           r"native"):  # fmt: skip
         parse_settings(MageTrain, {"threads": "auto"}, "train_mage.train")
+    from flows.kbest import KbestSettings  # a scoring stage's threads: the same rule
+
+    with pytest.raises(ConfigError, match=r"^kbest.threads: auto needs numerics: native"):
+        parse_settings(KbestSettings, {"threads": "auto"}, "kbest")
     monkeypatch.setenv(numerics.MODE_ENV, "native")
     assert parse_settings(MageTrain, {"threads": "auto"}, "train_mage.train").threads == "auto"
+    assert parse_settings(KbestSettings, {"threads": "auto"}, "kbest").threads == "auto"
     monkeypatch.setenv(numerics.JOBS_ENV, "2")
     share = max(1, len(numerics.os.sched_getaffinity(0)) // 2)
     assert numerics.threads("auto", "threads") == numerics.cores() == share
