@@ -110,3 +110,22 @@ def test_threads_auto_is_native_only(monkeypatch):
     share = max(1, len(numerics.os.sched_getaffinity(0)) // 2)
     assert numerics.threads("auto", "threads") == numerics.cores() == share
     assert numerics.threads(3, "threads") == 3 and numerics.threads(None, "threads") is None
+
+
+def test_a_results_record_names_the_thread_count_of_its_runs(tmp_path, monkeypatch):
+    """The results record's numerics (tasks/results/record.py) carries the seeds' thread and
+    worker counts (their MLflow tags), beside the mode."""
+    from mlflow.tracking import MlflowClient
+
+    from tasks.results import record
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setattr("tasks.core.tracking.tracking_uri", lambda: uri)
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("train_mage", (tmp_path / "art").as_uri())
+    tags = {"mlflow.runName": "train_mage@m-t/seed1", "numerics": "native", "threads": "4",
+            "workers": "2"}  # fmt: skip
+    run = client.create_run(experiment, tags=tags)
+    client.set_terminated(run.info.run_id, "FINISHED")
+    found = record.mlflow_runs("train_mage", "m-t", ["1"])
+    assert found["1"]["numerics"] == "native [torch threads 4, workers 2]"
