@@ -47,6 +47,7 @@ def _set_mode(repo, mode: str) -> None:
     path.write_text(yaml.safe_dump(params, sort_keys=False))
 
 
+@pytest.mark.timeout(3600)  # 4 ways x ROUNDS stage commands (on busy cores: minutes each)
 def test_bench_two_cores_for_one_training_stage(tmp_path):
     repo = tmp_path / "repo"
     env = copy_checkout(repo)
