@@ -64,9 +64,11 @@ def test_seeds_in_two_worker_processes_write_the_bytes_of_one_process(tmp_path):
     graphs = repo / "data" / "graphs" / "synthetic-gold"
     graphs.mkdir(parents=True)
     shutil.copyfile(build_synthetic_graphs(tmp_path / "built"), graphs / "graphs.parquet")
-    _set_train_mage(repo, seeds=[1, 2])
+    train = yaml.safe_load((repo / "params.yaml").read_text())["train_mage"]["train"]
+    train["epochs"] = 1  # the embedded sizes, one epoch: seconds a seed
+    _set_train_mage(repo, seeds=[1, 2], train=train)
     one = _train(repo, env)
-    _set_train_mage(repo, seeds=[1, 2], workers=2)
+    _set_train_mage(repo, seeds=[1, 2], train=train, workers=2)
     two = _train(repo, env)
     assert sorted(one) == sorted(two)
     assert {f"artifacts/train_mage/{ITEM}/seed{s}/best.pt" for s in (1, 2)} <= set(one)
