@@ -40,7 +40,7 @@ from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import docs_dir
-from tasks.core.settings import ConfigError, bounded, load_stage_settings, settings_to_dict
+from tasks.core.settings import ConfigError, Threads, bounded, load_stage_settings, settings_to_dict
 from tasks.evaluation.significance import (
     TRIALS,
     approximate_randomization,
@@ -63,7 +63,7 @@ class CompareCorefSettings:
     split: Literal["dev", "test"] = "test"
     trials: int = bounded(TRIALS, ge=1)  # approximate randomization shuffles
     seed: int = 0  # approximate randomization seed
-    threads: int | None = bounded(1, ge=1)  # torch threads while predicting
+    threads: Threads = bounded(1, ge=1)  # torch threads while predicting
 
     def validate(self, path: str) -> None:
         if self.a == self.b:
@@ -132,7 +132,7 @@ def run(cfg: CompareCorefSettings | None = None, *, track: bool = True) -> dict[
 
     cfg = cfg or settings()
     coref = train_coref.settings()
-    with torch_threads(cfg.threads):
+    with torch_threads(cfg.threads, f"{STAGE}.threads"):
         metrics = jsonable(compare(cfg, coref))
     storage.write_metrics(metrics_path(), metrics)
     pooled = metrics["pooled"]

@@ -47,12 +47,18 @@ import torch
 from flows.runtime import flow, run_cli, task
 from flows.view_entitynlm import settings as entitynlm_view_settings
 from models.entitynlm.apply import entity_predictors
-from tasks.core import storage
+from tasks.core import numerics, storage
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.layout import check_checkpoint_path, docs_dir, raw_dir
 from tasks.core.schema import DOCUMENTS, ENTITY_PREDICTIONS, MENTIONS, SPLITS
-from tasks.core.settings import ConfigError, bounded, load_stage_settings, settings_to_dict
+from tasks.core.settings import (
+    ConfigError,
+    Threads,
+    bounded,
+    load_stage_settings,
+    settings_to_dict,
+)
 from tasks.evaluation import entity_prediction as ep
 
 log = logging.getLogger("corefrepro.entity_prediction")
@@ -101,7 +107,7 @@ class EntityPredictionSettings(ep.ProtocolSettings):
     # the test slots: Modi et al.'s released targets where the release is at hand | the rule
     test_slots: Literal["released", "rule"] = "released"
     shallow: ep.ShallowSettings = field(default_factory=ep.ShallowSettings)
-    threads: int | None = bounded(1, ge=1)  # torch intra-op threads
+    threads: Threads = bounded(1, ge=1)  # torch intra-op threads
     entitynlm: ModelPredictorSettings = field(default_factory=ModelPredictorSettings)
 
 
@@ -223,8 +229,8 @@ def run(
     by_split["test"], test_info = choose_test_slots(cfg, rules, docs, gold, by_split["test"],
                                              load_release(corpus))  # fmt: skip
     threads = torch.get_num_threads()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    if count := numerics.threads(cfg.threads, f"{STAGE}.threads"):
+        torch.set_num_threads(count)
     try:
         rankers = [ep.ShallowRanker(cfg.shallow, features, name).fit(docs, by_split["train"])
                    for name, features in [("shallow", cfg.shallow.features),

@@ -25,7 +25,7 @@ from models.coref.data import load_corpus
 from models.coref.features import checkpoint_features
 from models.coref.kbest import Tree, kbest_for_documents
 from models.coref.train import BEST, load_checkpoint, restore
-from tasks.core import storage
+from tasks.core import numerics, storage
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
@@ -35,6 +35,7 @@ from tasks.core.schema import KBEST
 from tasks.core.settings import (
     ConfigError,
     Name,
+    Threads,
     bounded,
     load_stage_settings,
 )
@@ -59,7 +60,7 @@ class KbestSettings:
     k: int = bounded(100, ge=1)  # Ji et al. (2017) §5.2: "In our experiments, k = 100"
     splits: list[Literal["train", "dev", "test"]] | None = None  # None: every document
     device: Literal["cpu", "cuda", "auto"] = "cpu"
-    threads: int | None = bounded(
+    threads: Threads = bounded(
         1, ge=1
     )  # torch intra-op threads (None: torch's default); last bits vary
     encode_window: int = bounded(64, ge=1)  # sentences per encoder window (memory only)
@@ -113,8 +114,8 @@ def export_corpus(corpus: str) -> dict[str, Any]:
         ckpt["config"], str(path), corpus=corpus, documents=docs, device=device
     )
     threads_before = torch.get_num_threads()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    if count := numerics.threads(cfg.threads, "kbest.threads"):
+        torch.set_num_threads(count)
     log.info(
         "%s: %d documents, k = %d, checkpoint %s (%s, encode_window %d)",
         corpus, len(docs), k, path, device, model.config.encode_window,

@@ -43,7 +43,7 @@ from models.coref.features import (
     recorded_extractor,
     weights_digest,
 )
-from tasks.core import storage
+from tasks.core import numerics, storage
 from tasks.core.checkpoints import pick_device
 from tasks.core.config import resolve_path
 from tasks.core.layout import docs_dir
@@ -134,8 +134,8 @@ def export_corpus(corpus: str) -> dict[str, Any]:
     name = cfg.encoder
     docs = load_corpus(docs_dir(corpus), drop_singletons=False)
     threads_before = torch.get_num_threads()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    if count := numerics.threads(cfg.threads, f"{STAGE}.threads"):
+        torch.set_num_threads(count)
     try:
         extractor = build_extractor(name, cfg, pick_device(cfg.device), f"{STAGE}.encoder")
         meta = features_meta(name, cfg, extractor, corpus)

@@ -27,7 +27,7 @@ from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.layout import check_checkpoint_path, docs_dir, kbest_dir
 from tasks.core.schema import KBEST
-from tasks.core.settings import bounded, load_stage_settings, settings_to_dict
+from tasks.core.settings import Threads, bounded, load_stage_settings, settings_to_dict
 from tasks.evaluation.significance import TRIALS
 from tasks.training.loop import torch_threads
 
@@ -44,7 +44,7 @@ class RerankSettings:
     # document's LSTM states)
     trials: int = bounded(TRIALS, ge=1)  # approximate randomization shuffles
     seed: int = 0  # approximate randomization seed
-    threads: int | None = bounded(1, ge=1)
+    threads: Threads = bounded(1, ge=1)
 
     def validate(self, path: str) -> None:
         check_checkpoint_path(self.checkpoint, f"{path}.checkpoint")
@@ -75,7 +75,7 @@ def run(corpus: str, cfg: RerankSettings | None = None, *, track: bool = True) -
     from tasks.core.tracking import log_metrics, tracked_run
 
     cfg = cfg or settings()
-    with torch_threads(cfg.threads):
+    with torch_threads(cfg.threads, f"{STAGE}.threads"):
         pair, vocab = load_entitynlm(resolve_path(cfg.checkpoint))
         scorer = EntityNLMScorer(pair, vocab, batch=cfg.batch)
         report = rerank.rerank_corpus(

@@ -187,7 +187,9 @@ class StageTask:
         if spec.kind == "threads":
             pool: Executor = ThreadPoolExecutor(max_workers=workers)
         else:  # separate interpreters, so CPU-bound Python scales
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+            jobs = min(workers, len(calls))  # each process's share of the cores: numerics.cores
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
+                                       initializer=_start_worker, initargs=(jobs,))  # fmt: skip
         with pool:
             # a thread runs its call in a copy of this context (under Prefect, its log lines
             # then reach the stage's flow run); a process gets the step pickled
@@ -244,6 +246,15 @@ class StageTask:
                 if on_done:
                     on_done(i, results[i])
         return results
+
+
+def _start_worker(jobs: int) -> None:
+    """A pool process: the stage's log lines, and its share of the cores (`jobs` processes
+    run at once: tasks/core/numerics.py cores, what `threads: auto` gives each)."""
+    from tasks.core.numerics import JOBS_ENV
+
+    os.environ[JOBS_ENV] = str(jobs)
+    setup_logging()
 
 
 def _call(step: StageTask, kwargs: dict[str, Any]) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from flows.runtime import flow, run_cli, task, torchrun
+from flows.runtime import Runner, flow, run_cli, task, torchrun
 from models import registry
 from tasks.training.stage import load_settings, train_item, train_tracked_seed
 
@@ -27,7 +27,13 @@ train_seed_task = task(
 )  # fmt: skip
 
 
-@flow(name="train-family")
+def seed_runner(family: str, item: str, seed: int | None = None) -> Runner:
+    """Where the seeds train: train_<family>.workers processes at once, when the family's
+    settings have that key (tasks/training/stage.py train_item)."""
+    return Runner("processes", getattr(load_settings(registry.get(family)), "workers", 1))
+
+
+@flow(name="train-family", runner=seed_runner)
 def train(family: str, item: str, seed: int | None = None) -> dict:
     return train_item(registry.get(family), item, seed, train_one=train_seed_task)
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from flows import lm_features
-from flows.runtime import flow, run_cli, task, torchrun
+from flows.runtime import Runner, flow, run_cli, task, torchrun
 from models.coref.data import CorefDocument, load_splits, resolve_vectors
 from models.coref.features import WordFeatures, training_features
 from models.coref.train import (
@@ -65,6 +65,8 @@ from tasks.core.settings import (
 from tasks.core.tracking import PAPERS
 from tasks.training.family import Family
 from tasks.training.stage import (
+    check_workers,
+    each_seed,
     seeds_to_train,
     train_tracked_seed,
     train_tracked_seeds_stacked,
@@ -91,10 +93,12 @@ class TrainCorefSettings:
         default_factory=lambda: {"baseline": {}, "lsl": {}, "asl": {}}
     )
     train: CorefTrain = field(default_factory=CorefTrain)
+    # seeds trained at once, each in a process of its own (issue #57.4): run-only
+    workers: int = bounded(1, ge=1)
 
     def validate(self, path: str) -> None:
         """The model settings of every encoder parse (train is a typed section)."""
-        problems: list[str] = []
+        problems: list[str] = check_workers(self.workers, self.train, path)
         checks = [
             lambda name=name: parse_settings(
                 CorefModelSettings, {**self.model, **(self.encoders[name] or {})},
@@ -291,7 +295,12 @@ train_stacked_task = task(
 )
 
 
-@flow(name="train-coref")
+def seed_runner(encoder: str, seed: int | None = None) -> Runner:
+    """Where the seeds train: train_coref.workers processes at once."""
+    return Runner("processes", settings().workers)
+
+
+@flow(name="train-coref", runner=seed_runner)
 def train_coref(encoder: str, seed: int | None = None) -> dict:
     cfg = settings()  # every setting checked before any work
     encoder_model_cfg(cfg, encoder)  # fail early on an unknown encoder
@@ -300,7 +309,8 @@ def train_coref(encoder: str, seed: int | None = None) -> dict:
     if stacked(cfg, seeds):  # one computation, each seed as if alone (#15.1)
         results = train_stacked_task(encoder, seeds, data, cfg)
     else:
-        results = [train_seed_task(encoder, s, data, cfg) for s in seeds]
+        calls = [{"encoder": encoder, "seed": s, "data": data, "cfg": cfg} for s in seeds]
+        results = each_seed(train_seed_task, calls, cfg.workers)
     return write_summary(FAMILY, encoder, results)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.runtime import flow, run_cli, task, torchrun
+from flows.runtime import Runner, flow, run_cli, task, torchrun
 from models.entitynlm import ngram
 from models.entitynlm.sampling import DRAW_READINGS, READINGS, spread
 from models.entitynlm.train import (
@@ -58,7 +58,7 @@ from tasks.core.storage import write_metrics
 from tasks.core.tracking import PAPERS, log_metrics, tracked_run
 from tasks.evaluation.ngram import NgramSettings
 from tasks.training.family import Family
-from tasks.training.stage import metrics_path, train_item, train_tracked_seed
+from tasks.training.stage import check_workers, metrics_path, train_item, train_tracked_seed
 
 STAGE = "train_entitynlm"
 
@@ -77,11 +77,15 @@ class TrainEntityNLMSettings:
     train: TrainSettings = field(default_factory=TrainSettings)
     evaluation: EvalSettings = field(default_factory=EvalSettings)
     ngram: NgramSettings = field(default_factory=NgramSettings)  # the 5-gram item (Table 1)
+    # seeds trained at once, each in a process of its own (issue #57.4): run-only
+    workers: int = bounded(1, ge=1)
 
     def validate(self, path: str) -> None:
         bad = sorted(set(self.max_documents) - {"train", "dev", "test"})
-        if bad:
-            raise ConfigError(f"{key_path(path, 'max_documents')}: unknown splits {bad}")
+        problems = [f"{key_path(path, 'max_documents')}: unknown splits {bad}"] if bad else []
+        problems += check_workers(self.workers, self.train, path)
+        if problems:
+            raise ConfigError(problems)
 
 
 def settings() -> TrainEntityNLMSettings:
@@ -278,7 +282,12 @@ train_seed_task = task(
 train_5gram = task(train_ngram_item, name="train-5gram", task_run_name="train_entitynlm@5gram")
 
 
-@flow(name="train-entitynlm")
+def seed_runner(model: str, seed: int | None = None) -> Runner:
+    """Where the seeds train: train_entitynlm.workers processes at once."""
+    return Runner("processes", settings().workers)
+
+
+@flow(name="train-entitynlm", runner=seed_runner)
 def train_entitynlm(model: str, seed: int | None = None) -> dict:
     if model != ngram.ITEM:  # the neural models: the generic stage, seed by seed
         return train_item(FAMILY, model, seed, train_one=train_seed_task)

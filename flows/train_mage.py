@@ -69,6 +69,7 @@ from tasks.core.progress import STAGE_CLOCK
 from tasks.core.settings import (
     ConfigError,
     Name,
+    bounded,
     override_settings,
     parse_settings,
     settings_to_dict,
@@ -80,6 +81,8 @@ from tasks.training.family import Family
 from tasks.training.loop import RUN_ONLY
 from tasks.training.stage import (
     artifact_dir,
+    check_workers,
+    each_seed,
     train_tracked_seed,
     train_tracked_seeds_stacked,
     write_summary,
@@ -113,6 +116,9 @@ class TrainMageSettings:
     task_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     seeds: list[int] = field(default_factory=lambda: [1])
     train: dict[str, Any] = field(default_factory=dict)
+    # seeds trained at once, each in a process of its own (issue #57.4): each seed's bytes are
+    # the ones it gets alone, so the count is run-only (tasks/training/stage.py check_workers)
+    workers: int = bounded(1, ge=1)
 
     def validate(self, path: str) -> None:
         """Every model entry and per-task setting parses (typos refused up front); the
@@ -128,6 +134,7 @@ class TrainMageSettings:
 
         check(lambda: parse_settings(MageModel, self.model_defaults, f"{path}.model_defaults"))
         base = check(lambda: parse_settings(MageTrain, self.train, f"{path}.train"))
+        problems.extend(check_workers(self.workers, base, path))
         for name, entry in self.models.items():
             where = f"{path}.models.{name}"
             check(lambda e=entry, w=where: _model_entry(self, e, w, base))
@@ -397,8 +404,13 @@ train_stacked_task = task(
 )  # fmt: skip
 
 
-# one seed after the other: training already uses every core it is given
-@flow(name="train-mage", runner=Runner("threads", 1))
+def seed_runner(model: str, task: str, seeds: list[int] | None = None) -> Runner:
+    """Where the seeds train: train_mage.workers processes at once (1: one after the other,
+    in this process)."""
+    return Runner("processes", settings().workers)
+
+
+@flow(name="train-mage", runner=seed_runner)
 def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
     cfg = settings()  # every setting checked before any work
     item = plan(cfg, model, task)
@@ -409,7 +421,9 @@ def train_mage(model: str, task: str, seeds: list[int] | None = None) -> dict:
     if len(seeds) > 1 and item.train.seeds_stacked:  # one batched model
         results = train_stacked_task(model, task, seeds, data, item, graphs_sha256)
     else:
-        results = [train_seed_task(model, task, s, data, item, graphs_sha256) for s in seeds]
+        calls = [{"model": model, "task": task, "seed": s, "data": data, "item": item,
+                  "graphs_sha256": graphs_sha256} for s in seeds]  # fmt: skip
+        results = each_seed(train_seed_task, calls, cfg.workers)
     return write_summary(FAMILY, variant(model, task), results)
 
 

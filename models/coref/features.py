@@ -68,6 +68,7 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import (
     ConfigError,
     Name,
+    Threads,
     WritePath,
     bounded,
     key_path,
@@ -134,7 +135,7 @@ class LMFeaturesSettings:
     cache_dir: WritePath = "data/cache/pretrained"  # smollm2/minilm converted or unpacked (shared)
     batch_windows: int = bounded(8, ge=1)  # windows of one document per LM pass
     device: Literal["cpu", "cuda", "auto"] = "cpu"
-    threads: int | None = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)
+    threads: Threads = bounded(1, ge=1)  # torch intra-op threads (None: torch's default)
     log_every_s: float = bounded(30.0, ge=0)
 
     def validate(self, path: str) -> None:

@@ -53,6 +53,14 @@ overrides params.yaml. Native is the host's fastest kernels and the user's own v
 reproducible on that host only. The cost of pinning, per model family, is measured by
 tests/core/test_bench_numerics.py.
 
+Threads (issue #57.4): the bytes depend on the thread count too (the embedded default's
+MAGE-GRU item trained with 2 torch threads wrote another best.pt than with 1, portable mode).
+So a portable run keeps the count its settings give (`threads: 1` in params.yaml, recorded in
+each run's MLflow tags), and the cores beyond one are used by running a stage's independent
+seeds as parallel processes of one thread each (a training stage's `workers`: the same bytes
+as one after the other). `threads: auto` -- this process's share of the cores, `cores()` -- is
+refused in portable mode and allowed in native mode, where bytes are the host's anyway.
+
 GPU training is not covered: cuDNN/cuBLAS pick algorithms per GPU model and driver, so a GPU
 run is reproducible on the same GPU model, software and settings, not across GPU models.
 """
@@ -72,12 +80,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tasks.core.config import PARAMS_FILE, read_yaml  # yaml only: no numeric library loads
+from tasks.core.errors import CorefreproError
 
 T = TypeVar("T")
 
 MODE_ENV = "COREFREPRO_NUMERICS"
 PARAM = "numerics"  # params.yaml's top-level setting, tracked by every stage of dvc.yaml
 STAGE_ENV = "DVC_STAGE"  # DVC sets it for every stage command it runs
+# how many processes of one stage run at once on this machine, each with its share of the
+# cores: set in the workers of a stage's process pool (flows/runtime.py); torchrun sets
+# LOCAL_WORLD_SIZE for its data-parallel processes
+JOBS_ENV = "COREFREPRO_JOBS"
 NUMBA_CACHE_ENV = "NUMBA_CACHE_DIR"
 # numba's compiled-code cache: the project's own (gitignored), not __pycache__ beside the code
 DEFAULT_JIT_CACHE = Path(__file__).resolve().parents[2] / "data" / "cache" / "numba"
@@ -193,6 +206,37 @@ def pin(params_file: Path | None = PARAMS_FILE) -> str:
             "exist here, so outputs may differ from the committed dvc.lock"
         )
     return chosen
+
+
+class ThreadsError(CorefreproError):
+    """`threads: auto` in portable mode, where the bytes depend on the thread count."""
+
+
+def cores() -> int:
+    """The cores this process may use: the CPUs it may run on (its affinity, which a
+    container's or taskset's limit narrows) divided among the stage's processes running at
+    once (JOBS_ENV, torchrun's LOCAL_WORLD_SIZE); at least 1."""
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        available = os.cpu_count() or 1
+    jobs = max(int(os.environ.get(JOBS_ENV) or 1), int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+    return max(1, available // jobs)
+
+
+def threads(value: int | str | None, setting: str) -> int | None:
+    """The torch thread count a `threads` setting asks for: a number as it is; `auto` this
+    process's share of the cores (`cores()`), in native mode only (portable bytes depend on
+    the count, so portable keeps a fixed one); None: torch's own default (None)."""
+    if value != "auto":
+        return None if value is None else int(value)
+    if mode() != "native":
+        raise ThreadsError(
+            f"{setting}: auto needs numerics: native (portable results depend on the thread "
+            "count, so a portable run fixes it: give a number, e.g. 1, and use the other cores "
+            "with the stage's workers)"
+        )
+    return cores()
 
 
 # aten ops whose CPU kernel (MKL VML) depends on the host, and the numpy function computing

@@ -118,6 +118,11 @@ def bounded(default: Any = dataclasses.MISSING, **bounds: Any) -> Any:
     return dataclasses.field(default=default, metadata=meta)
 
 
+# a `threads` setting (torch intra-op threads): a number, auto (this process's share of the
+# cores, native mode only: tasks/core/numerics.py `threads`) or None (torch's own default)
+Threads = int | Literal["auto"] | None
+
+
 class Name(str):
     """Settings type of a name that becomes a path component (run, corpus, derived corpus):
     parsed as a plain str that must match tasks.core.layout.SAFE_NAME."""
@@ -312,11 +317,23 @@ def _parse_section(cls: type, data: Any, path: str, problems: list[Problem]) -> 
         if name in data:
             kwargs[name] = _parse(tp, data[name], key_path(path, name), problems)
             _check_bounds(cls, name, kwargs[name], key_path(path, name), problems)
+            if tp == Threads and kwargs[name] == "auto":
+                _check_auto_threads(key_path(path, name), problems)
         elif required:
             problems.append((key_path(path, name), "missing setting (it has no default)"))
     if len(problems) > before:
         return _FAIL
     return _construct(cls, kwargs, path, problems)
+
+
+def _check_auto_threads(path: str, problems: list[Problem]) -> None:
+    """`threads: auto` where the numeric mode allows it (native only: tasks/core/numerics.py)."""
+    from tasks.core import numerics
+
+    try:
+        numerics.threads("auto", path)
+    except numerics.ThreadsError as exc:
+        problems.append(("", str(exc)))
 
 
 @functools.cache

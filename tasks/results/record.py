@@ -291,8 +291,11 @@ def mlflow_runs(stage: str, item: str, seeds: list[str | None]) -> dict[Any, dic
         )  # fmt: skip
         if runs:
             tags = runs[0].data.tags
+            numerics = tags.get("numerics", "unknown")
+            if "threads" in tags:  # issue #57.4: the count its bytes depend on, the processes
+                numerics += f" [torch threads {tags['threads']}, workers {tags.get('workers')}]"
             out[seed] = {"run_id": runs[0].info.run_id, "git_sha": tags.get("git_sha", "unknown"),
-                         "numerics": tags.get("numerics", "unknown"),
+                         "numerics": numerics,
                          "host": tags.get("corefrepro.host", "unknown")}  # fmt: skip
     return out
 

@@ -52,7 +52,7 @@ from tasks.core.checkpoints import (
 )
 from tasks.core.errors import CorefreproError
 from tasks.core.progress import STAGE_CLOCK
-from tasks.core.settings import bounded
+from tasks.core.settings import Threads, bounded
 from tasks.core.storage import write_metrics
 from tasks.training import distributed
 
@@ -89,7 +89,9 @@ class LoopSettings:
     # (fp16 adds a GradScaler); fp32: none. Recurrent layers stay float32 on the CPU
     # (models/sequences.py run_recurrent)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    threads: int | None = bounded(None, ge=1)  # torch intra-op threads (None: leave as is)
+    # torch intra-op threads (None: leave as is); auto: this process's share of the cores, in
+    # native mode only (the bytes depend on the count: tasks/core/numerics.py `threads`)
+    threads: Threads = bounded(None, ge=1)
     # data-parallel processes (torchrun --nproc-per-node): they deal out each optimizer
     # step's `accumulate` batches, so accumulate must be a multiple (distributed.py)
     nproc: int = bounded(1, ge=1)
@@ -216,14 +218,22 @@ class Fit:
 
 
 @contextlib.contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
+def torch_threads(threads: int | str | None, setting: str = "threads") -> Iterator[None]:
+    """torch's intra-op thread count inside: `threads` as numerics.threads reads it (a number,
+    auto: this process's share of the cores, None: as it is); the count before after."""
     before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(int(threads))
+    count = numerics.threads(threads, setting)
+    if count:
+        torch.set_num_threads(count)
     try:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def threads_used(threads: int | str | None) -> int:
+    """The torch thread count a run with this `threads` setting computes with (its record)."""
+    return numerics.threads(threads, "threads") or torch.get_num_threads()
 
 
 def _code_digest(recipe: Recipe) -> str:

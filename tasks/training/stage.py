@@ -16,12 +16,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.core import storage
+from tasks.core import numerics, storage
 from tasks.core.checkpoints import jsonable
 from tasks.core.config import resolve_path
 from tasks.core.errors import CorefreproError
@@ -36,7 +37,7 @@ from tasks.core.tracking import (
     tracked_runs,
 )
 from tasks.training.family import Family
-from tasks.training.loop import BEST, HISTORY, LAST
+from tasks.training.loop import BEST, HISTORY, LAST, threads_used
 
 log = logging.getLogger("corefrepro.training")
 
@@ -120,7 +121,8 @@ def train_item(family: Family, item: str, seed: int | None = None, *,
     """The generic training stage of `family`'s `item` (flows/train.py; flows/train_entitynlm.py
     for its seeded models): the settings parsed, family.prepare_data once, each seed by
     `train_one(family, item, seed, data, settings, dataset=..., run_params=...)`
-    (train_tracked_seed; a flow passes it as a Prefect task), the summary written."""
+    (train_tracked_seed; a flow passes it as its step, which runs the seeds on the settings'
+    `workers` processes at once when there are more than one), the summary written."""
     if family.prepare_data is None:
         raise CorefreproError(
             f"family {family.name!r} declares no prepare_data (tasks/training/family.py): "
@@ -139,9 +141,22 @@ def train_item(family: Family, item: str, seed: int | None = None, *,
     epochs = getattr(getattr(settings, "train", None), "epochs", None)
     if isinstance(epochs, int):  # the stage's ETA in each epoch's line: every seed's epochs
         STAGE_CLOCK.plan(len(seeds) * epochs)
-    results = [train_one(family, item, s, data, settings, dataset=dataset, run_params=params)
-               for s in seeds]  # fmt: skip
+    calls = [{"family": family, "item": item, "seed": s, "data": data, "settings": settings,
+              "dataset": dataset, "run_params": params} for s in seeds]  # fmt: skip
+    results = each_seed(train_one, calls, getattr(settings, "workers", 1))
     return write_summary(family, item, results)
+
+
+def each_seed(step: Callable[..., Any], calls: Sequence[Mapping[str, Any]],
+              workers: int) -> list[Any]:  # fmt: skip
+    """`step(**call)` for each seed's call, in order: one after the other in this process, or,
+    with `workers` > 1, that many at once on the stage's process pool (step is then a flow's
+    step, whose flow runs on Runner("processes", workers): flows/runtime.py map_kwargs). Each
+    seed process computes with its own `threads` (1 in portable mode), so a seed's bytes are
+    the ones it gets alone (tests/training/test_workers.py)."""
+    if workers > 1 and len(calls) > 1:
+        return step.map_kwargs([dict(call) for call in calls], max_workers=workers)
+    return [step(**call) for call in calls]
 
 
 def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings: Any, *,
@@ -154,8 +169,9 @@ def train_tracked_seed(family: Family, item: str, seed: int, data: Any, settings
     published with the results to the seed's artifact folder (metrics.json) and returned."""
     out_dir = work_dir(family.stage, item, seed)
     if track:
+        tags = {"paper": family.paper, **parallel_tags(settings)}
         with tracked_run(family.stage, item, dataset=dataset, seed=int(seed),
-                         run_params=run_params, tags={"paper": family.paper}):  # fmt: skip
+                         run_params=run_params, tags=tags):  # fmt: skip
             metrics = family.train_seed(item, seed, data, settings, out_dir,
                                         log_metrics=log_metrics)  # fmt: skip
             if recorded:
@@ -187,8 +203,8 @@ def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int],
     """train_tracked_seed for every seed at once, trained as one batched model
     (family.train_seeds_stacked): the same artifacts per seed (best.pt, history.json,
     metrics.json in seed<k>/) and one MLflow run per seed, open together."""
-    specs = [{"item": item, "dataset": dataset, "seed": int(s), "run_params": run_params(s)}
-             for s in seeds]  # fmt: skip
+    specs = [{"item": item, "dataset": dataset, "seed": int(s), "run_params": run_params(s),
+              "tags": parallel_tags(settings)} for s in seeds]  # fmt: skip
     out_dirs = [work_dir(family.stage, item, s) for s in seeds]
     tracking = tracked_runs(family.stage, specs) if track else contextlib.nullcontext(None)
     with tracking as run_ids:
@@ -203,6 +219,34 @@ def train_tracked_seeds_stacked(family: Family, item: str, seeds: Sequence[int],
     for seed, out_dir, metrics in zip(seeds, out_dirs, results, strict=True):
         _publish(family, item, seed, out_dir, metrics, dataset, facts(seed) if facts else None)
     return results
+
+
+def parallel_tags(settings: Any) -> dict[str, str]:
+    """How a seed used the machine, as its MLflow run records it (issue #57.4): `threads`,
+    torch's intra-op threads (the count its results depend on); `workers`, the stage's
+    processes training at once (its seeds in parallel: check_workers); `cores`, each one's
+    share of the CPUs."""
+    train = getattr(settings, "train", None)
+    return {"threads": str(threads_used(getattr(train, "threads", None))),
+            "workers": os.environ.get(numerics.JOBS_ENV) or "1",
+            "cores": str(numerics.cores())}  # fmt: skip
+
+
+def check_workers(workers: int, train: Any, path: str) -> list[str]:
+    """The problems of a training stage's `workers` (its seeds trained at once, each in a
+    process of its own) beside its train settings: the data-parallel processes (train.nproc)
+    and stacked seeds (train.seeds_stacked) are the other ways to use the cores; one at a time."""
+    if workers <= 1 or train is None:
+        return []
+    where = f"{path}.workers: {workers} seed processes"
+    problems = []
+    if getattr(train, "nproc", 1) > 1:
+        problems.append(f"{where} and {path}.train.nproc: {train.nproc} data-parallel processes "
+                        "each: set one of them to 1")  # fmt: skip
+    if getattr(train, "seeds_stacked", False):
+        problems.append(f"{where} and {path}.train.seeds_stacked (the seeds as one model in one "
+                        "process): set one of them off")  # fmt: skip
+    return problems
 
 
 def record_history(out_dir: Path, run_id: str | None = None) -> None:

@@ -52,10 +52,10 @@ def test_a_stage_run_drops_stale_seeds_but_a_lane_of_one_seed_keeps_the_others(
     monkeypatch.setenv("COREFREPRO_ORCHESTRATION", "local")
     monkeypatch.setattr(config, "REPO_ROOT", tmp_path)
     stage = module.STAGE
-    cfg = type("Cfg", (), {"seeds": [1], "train": None, "runs": [], "corpora": []})()
+    cfg = type("Cfg", (), {"seeds": [1], "train": None, "runs": [], "corpora": [], "workers": 1})()
     if module is coref_stage:
         monkeypatch.setattr(module, "settings", lambda: cfg)
-        monkeypatch.setattr(module, "train_seed_task", lambda *a, **k: {"seed": a[1]})
+        monkeypatch.setattr(module, "train_seed_task", lambda **k: {"seed": k["seed"]})
         monkeypatch.setattr(module, "write_summary", lambda family, it, results: results)
         monkeypatch.setattr(module, "encoder_model_cfg", lambda c, e: {})
         monkeypatch.setattr(module, "prepare_data", lambda e, c: None)
@@ -65,7 +65,7 @@ def test_a_stage_run_drops_stale_seeds_but_a_lane_of_one_seed_keeps_the_others(
                                      run_params=lambda c, d: {})  # fmt: skip
         monkeypatch.setattr(module, "FAMILY", family)
         monkeypatch.setattr(training_stage, "load_settings", lambda f: cfg)
-        monkeypatch.setattr(module, "train_seed_task", lambda *a, **k: {"seed": a[2]})
+        monkeypatch.setattr(module, "train_seed_task", lambda **k: {"seed": k["seed"]})
         monkeypatch.setattr(training_stage, "write_summary", lambda family, it, results: results)
     _seed_folders(stage, item, [1, 2])
     assert call(module, 2) == [{"seed": 2}]  # a lane: seed 2 alone
