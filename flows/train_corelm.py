@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +59,8 @@ from tasks.core.layout import docs_dir, raw_dir, view_file
 from tasks.core.settings import WritePath, bounded, settings_to_dict, stage_settings
 from tasks.core.tracking import PAPERS, log_checkpoint, log_metrics, tracked_run
 from tasks.training.family import Family
-from tasks.training.loop import BEST, torch_threads
-from tasks.training.stage import record_history, write_summary
+from tasks.training.loop import BEST, LAST, torch_threads
+from tasks.training.stage import publish_seed, record_history, work_dir, write_summary
 
 STAGE = "train_corelm"
 
@@ -91,10 +92,34 @@ class TrainCoreLMSettings:
                             "trains on cached final hidden states)")  # fmt: skip
         if self.eval.heldout_split == "train":
             problems.append(f"{path}.eval.heldout_split: train is what the models learn from")
+        problems += self.curve_problems(path)
         if self.backbone == "tiny":  # the other backbones' sizes are known once loaded
             problems += tiny_size_problems(self.tiny, self.gating, self.train, self.eval, path)
         if problems:
             raise ConfigError(problems)
+
+    def curve_problems(self, path: str) -> list[str]:
+        """eval.curve_docs: the settings a learning curve needs (a point every epoch of
+        train.max_steps_per_epoch batches, the schedule over the whole run)."""
+        t = self.train
+        if self.eval.curve_docs is None:
+            return []
+        problems = []
+        if t.patience is not None:
+            problems.append(f"{path}.train.patience: {t.patience} would stop the curve early "
+                            "(eval.curve_docs): set it null")  # fmt: skip
+        if t.max_steps_per_epoch is not None and t.max_steps_per_epoch % t.accumulate:
+            problems.append(f"{path}.train.max_steps_per_epoch: {t.max_steps_per_epoch} batches "
+                            f"is not a multiple of train.accumulate {t.accumulate}: the curve's "
+                            "points (eval.curve_docs) would not fall every N optimizer steps")  # fmt: skip
+        if t.max_steps_per_epoch is not None:
+            total = t.epochs * max(t.max_steps_per_epoch // t.accumulate, 1)
+            if t.warmup_steps >= total:
+                problems.append(f"{path}.train.warmup_steps: {t.warmup_steps} is not under the "
+                                f"run's {total} optimizer steps (train.epochs x "
+                                "max_steps_per_epoch / accumulate): the curve "
+                                "(eval.curve_docs) would never see the decay")  # fmt: skip
+        return problems
 
 
 def settings() -> TrainCoreLMSettings:
@@ -108,6 +133,19 @@ def settings() -> TrainCoreLMSettings:
 def model_dir(model: str) -> Path:
     """One seed per model (train.seed): the artifacts sit in the model's folder, not seed<k>/."""
     return resolve_path(f"artifacts/{STAGE}") / model
+
+
+def model_work_dir(model: str, seed: int, mode: str) -> Path:
+    """Where the model trains and is evaluated (tasks/training/stage.py work_dir: untracked,
+    so train.resume's last.pt survives a kill and DVC's removal of the stage's outputs), then
+    published whole to model_dir. What an earlier run left there is removed first, but the
+    resume state (last.pt) and, in cached mode, the hidden-state cache (its own key)."""
+    work = work_dir(STAGE, model, seed)
+    keep = {LAST, *(["hidden_cache.pt"] if mode == "cached" else [])}
+    for path in sorted(work.iterdir()) if work.is_dir() else []:
+        if path.name not in keep:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return work
 
 
 # --------------------------------------------------------------------------- 3. plan
@@ -228,6 +266,7 @@ def train_model(model: str, cfg: TrainCoreLMSettings | None = None, *,
     data = prepare_data(cfg, mirror=mirror_setting())
     out_dir = Path(out_dir or model_dir(model))
     seed = cfg.train.seed
+    work = model_work_dir(model, seed, cfg.train.mode) if cfg.train.resume else out_dir
     tracking = (
         tracked_run(
             STAGE, model, dataset="+".join(cfg.data), seed=seed, run_params=run_params(cfg)
@@ -237,7 +276,9 @@ def train_model(model: str, cfg: TrainCoreLMSettings | None = None, *,
     )
     with tracking as run:
         sink = log_metrics if run is not None else None
-        metrics = FAMILY.train_seed(model, seed, data, cfg, out_dir, log_metrics=sink)
+        metrics = FAMILY.train_seed(model, seed, data, cfg, work, log_metrics=sink)
+        if work != out_dir:
+            publish_seed(work, out_dir, None)
         if run is not None:
             record_history(out_dir)
             log_checkpoint(out_dir / BEST)

@@ -123,14 +123,24 @@ class EntityGating(nn.Module):
         g = self.flow_rate * torch.sigmoid(self.gate)
         return 1 - g if self.gate_form == "entity_floor" else g
 
-    def forward(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+    def mix_parts(self, hidden: torch.Tensor, context: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """Eq. 14's two terms before they are summed: the layer input's (1 - g) * H and the
+        entity path's g * Z (g = entity_share; Z = LN(Z) under norm entity_path). Their norms
+        measure how much each path carries (a learning curve's entity share)."""
         p = self.dropout if self.training else 0.0
         m = hidden + F.dropout(self.entity_attention(self.ln_1(hidden), context), p, self.training)
         z = m + F.dropout(self.ffn(self.ln_2(m)), p, self.training)  # Eq. 10-11
         g = self.entity_share().to(hidden.dtype)
         if self.norm == "entity_path":
-            return (1 - g) * hidden + g * self.ln_out(z)  # the old reading
-        return self.ln_out((1 - g) * hidden + g * z)  # Eq. 15, then "a layer normalization"
+            return (1 - g) * hidden, g * self.ln_out(z)  # the old reading
+        return (1 - g) * hidden, g * z
+
+    def forward(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        kept, entity = self.mix_parts(hidden, context)
+        if self.norm == "entity_path":
+            return kept + entity
+        return self.ln_out(kept + entity)  # Eq. 15, then "a layer normalization"
 
 
 def _group_keys(entity_ids: torch.Tensor) -> torch.Tensor:
@@ -318,6 +328,17 @@ class CoreLM(nn.Module):
             self.backbone.config.tie_word_embeddings = False
 
 
+def gate_figures(gating: EntityGating) -> dict[str, float]:
+    """Eq. 14's gate as numbers (a learning curve's): the mean of w and of sigmoid(w), and
+    the entity path's share of the mix (entity_share: its mean, min and max over the
+    dimensions)."""
+    with torch.no_grad():
+        w, share = gating.gate.detach().float(), gating.entity_share().detach().float()
+        return {"gate_w_mean": float(w.mean()), "gate_sigmoid_mean": float(torch.sigmoid(w).mean()),
+                "entity_share_mean": float(share.mean()), "entity_share_min": float(share.min()),
+                "entity_share_max": float(share.max())}  # fmt: skip
+
+
 def entity_parameter_count(model: CoreLM) -> int:
     """Parameters CoreLM adds to the backbone: the gating layer (+ the table, if any)."""
     extra = sum(p.numel() for p in model.gating.parameters()) if model.gating else 0
@@ -338,5 +359,6 @@ __all__ = [
     "causal_lm_loss",
     "context_entity_means",
     "entity_parameter_count",
+    "gate_figures",
     "running_entity_means",
 ]

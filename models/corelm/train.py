@@ -31,6 +31,7 @@ settings section TrainCoreLMSettings, plan, outputs and FAMILY) is flows/train_c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
@@ -54,6 +55,7 @@ from models.corelm.model import (
     MentionMean,
     causal_lm_loss,
     entity_parameter_count,
+    gate_figures,
 )
 from tasks.core.checkpoints import seed_everything
 from tasks.core.errors import CorefreproError
@@ -130,6 +132,11 @@ class EvalSettings:
     heldout_split: str = "test"  # the reported held-out part of the training corpora (layer
     # 0); "dev" = the split that selects the checkpoint (the old behaviour)
     heldout_max_docs: int | None = bounded(None, ge=1)
+    # a learning curve (issue #58.4): after every epoch (train.max_steps_per_epoch batches) and
+    # before the first, held-out word perplexity on the first N documents of heldout_split
+    # (CoreLM: with and without its entities), the gate's value and the entity path's share,
+    # into the history, MLflow and the metrics' "curve"; null: none
+    curve_docs: int | None = bounded(None, ge=1)
     wikitext2: str | None = None  # data/docs/<corpus>, e.g. wikitext2 (null: skipped)
     wikitext2_split: str = "dev"
     wikitext2_max_words: int | None = bounded(None, ge=1)
@@ -290,8 +297,13 @@ class CoreLMRecipe(Recipe):
     log_keys = ("loss", "ppl")
 
     def __init__(self, model: CoreLM, data: CoreLMData, backbone: Backbone, tcfg: CoreLMTrain,
-                 out_dir: Path):  # fmt: skip
+                 out_dir: Path, *, evaluation: EvalSettings | None = None,
+                 name: str = "corelm"):  # fmt: skip
         self.model, self.data, self.tcfg, self.backbone = model, data, tcfg, backbone
+        # the learning curve (eval.curve_docs; None: none) and the model's name for its scorers
+        self.evaluation, self.name = evaluation, name
+        self.curve_docs = evaluation.curve_docs if evaluation is not None else None
+        self.first_step_loss: float | None = None  # the loss of the first batch, untrained
         self.cached = tcfg.mode == "cached"
         full = model.gating is None and tcfg.ft_backbone == "full"  # FT's option (docstring)
         model.freeze_for_training(embeddings=not self.cached, backbone=full)
@@ -308,6 +320,10 @@ class CoreLMRecipe(Recipe):
             raise CorefreproError(f"{'+'.join(data.names)}: no train or no dev documents")
         self.cache_path = out_dir / "hidden_cache.pt"
         self.hidden: dict[str, list[torch.Tensor]] = {}
+        if self.curve_docs and not data.split(evaluation.heldout_split, layer0=True):
+            raise CorefreproError(f"{STAGE}.eval.curve_docs: {'+'.join(data.names)} has no "
+                                  f"{evaluation.heldout_split} documents (eval.heldout_split) "
+                                  "to score the curve on")  # fmt: skip
 
     def trainable(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
@@ -321,9 +337,14 @@ class CoreLMRecipe(Recipe):
         may be shorter); the warm-up and the linear decay count these."""
         return math.ceil(self.steps_per_epoch() / self.tcfg.accumulate)
 
+    def schedule_steps(self) -> int:
+        """The optimizer steps the warm-up and the linear decay span: the whole run (every
+        epoch's), never one epoch's."""
+        return max(self.optimizer_steps_per_epoch() * self.tcfg.epochs, 1)
+
     def optimizer(self):
         opt = torch.optim.RAdam(self.trainable(), lr=self.tcfg.lr)
-        total = max(self.optimizer_steps_per_epoch() * self.tcfg.epochs, 1)
+        total = self.schedule_steps()
         warm = self.tcfg.warmup_steps
 
         def factor(step: int) -> float:  # App. A: warm-up, then linear decay to 0
@@ -383,6 +404,8 @@ class CoreLMRecipe(Recipe):
         if self.cached and self.model.training:
             self.model.backbone.eval()  # no dropout in the frozen part either way
         loss, n = self._loss(batch, device, "train", self.model.train_entity_mode)
+        if self.first_step_loss is None:
+            self.first_step_loss = float(loss.detach())
         return StepOutput(loss, {"loss_sum": float(loss.detach()) * n, "loss_n": n})
 
     @torch.no_grad()
@@ -401,6 +424,52 @@ class CoreLMRecipe(Recipe):
     def selection(self, dev: Mapping[str, float]) -> tuple[tuple, float]:
         return (-dev["loss"],), -dev["loss"]
 
+    @torch.no_grad()
+    def curve(self, epoch: int, precision: Precision) -> dict[str, float]:
+        """eval.curve_docs: a point of the learning curve after `epoch` epochs (0: untrained):
+        held-out word perplexity on the first curve_docs documents of eval.heldout_split (the
+        model's reported figure, CoreLM's with the data's entities, and CoreLM's without
+        them), the gate (models/corelm/model.py gate_figures) and the loss of the first
+        training batch (from epoch 1 on)."""
+        if not self.curve_docs:
+            return {}
+        from models.corelm import evaluate as ev
+
+        self.model.eval()
+        capped = dataclasses.replace(self.evaluation, heldout_max_docs=self.curve_docs)
+        lms = ev.scorers(self.name, self.model, self.backbone, capped, precision.device)
+        scored = ev.heldout(lms, self.data, capped)  # as the final evaluation: no autocast
+        ppl = {name: r["word_perplexity"] for name, r in scored.items()}
+        point = {"curve_step": epoch * self.optimizer_steps_per_epoch(),
+                 "curve_heldout_words": next(iter(scored.values()))["n_words"]}  # fmt: skip
+        if self.model.gating is None:
+            point["curve_heldout_word_ppl"] = ppl[self.name]
+        else:  # the reported cell is scored with the entities (evaluate.py)
+            point["curve_heldout_word_ppl"] = ppl[f"{self.name}+coref"]
+            point["curve_heldout_word_ppl_no_entities"] = ppl[self.name]
+            point.update({f"curve_{k}": v for k, v in gate_figures(self.model.gating).items()})
+            point["curve_entity_norm_share"] = self._entity_norm_share(precision)
+        if self.first_step_loss is not None:
+            point["curve_first_step_loss"] = self.first_step_loss
+        return point
+
+    def _entity_norm_share(self, precision: Precision) -> float:
+        """How much the entity path carries on the first dev batch: per token
+        |g * Z| / (|(1 - g) * H| + |g * Z|) (Eq. 14's two terms, EntityGating.mix_parts),
+        averaged over the scored tokens (the gate's nominal share says how they are weighed,
+        this how large what they weigh is)."""
+        index = list(range(min(len(self.dev), self.tcfg.eval_batch_size)))
+        batch = cdata.pad_batch(self.dev, index, self.backbone.bos_id)
+        ids = batch["input_ids"].to(precision.device)
+        with precision.autocast():
+            h = self.model.hidden(ids)
+            context = self.model.entity_context(h, batch["entity_ids"].to(precision.device),
+                                                "running_mean")  # fmt: skip
+            kept, entity = self.model.gating.mix_parts(h, context)
+        a, b = kept.float().norm(dim=-1), entity.float().norm(dim=-1)
+        mask = batch["labels"].to(precision.device) != -100
+        return float((b / (a + b).clamp(min=1e-12))[mask].mean())
+
     def checkpoint_config(self) -> dict[str, Any]:
         return checkpoint_config(self.model, self.backbone.name, mode=self.tcfg.mode,
                                  ft_backbone=self.tcfg.ft_backbone)  # fmt: skip
@@ -413,10 +482,18 @@ class CoreLMRecipe(Recipe):
         return {"config": self.checkpoint_config(), "data": digest}
 
     def state_dict(self) -> dict[str, Any]:
-        return {}
+        return {"first_step_loss": self.first_step_loss, "schedule_steps": self.schedule_steps()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        return None
+        """A resumed run's recipe state (last.pt): the first batch's loss, and a warning when
+        the schedule's span changed (train.epochs, which resume leaves free): the learning
+        rate then follows the new span from here, not an uninterrupted run's."""
+        self.first_step_loss = state.get("first_step_loss")
+        saved, now = state.get("schedule_steps"), self.schedule_steps()
+        if saved is not None and saved != now:
+            log.warning("resuming with the warm-up and decay over %d optimizer steps (train."
+                        "epochs) where the run began with %d: the learning rate follows the new "
+                        "span from here, so its curve is not an uninterrupted run's", now, saved)  # fmt: skip
 
 
 def trainable_state(model: CoreLM) -> dict[str, torch.Tensor]:
@@ -429,14 +506,17 @@ def trainable_state(model: CoreLM) -> dict[str, torch.Tensor]:
 def train_model(model_name: str, gating: GatingSettings, train: CoreLMTrain, backbone: Backbone,
                 data: CoreLMData, out_dir: Path, *,
                 log_metrics: Callable[..., None] | None = None,
+                evaluation: EvalSettings | None = None,
                 ) -> tuple[CoreLM, dict[str, Any]]:  # fmt: skip
     """Fine-tune FT or CoreLM (zeroshot: the backbone as is); (model, training facts).
-    log_metrics, when given, receives the learning curve."""
+    log_metrics, when given, receives the learning curve; evaluation.curve_docs adds the
+    held-out and gate points to it (CoreLMRecipe.curve; the facts' "curve")."""
     model = build_model(backbone, gating, train.seed, model_name, data.n_entities)
     if model_name == "zeroshot":
         return model.eval(), {"steps": 0, "train_tokens": 0, "train_time_s": 0.0}
     seed_everything(train.seed)
-    recipe = CoreLMRecipe(model, data, backbone, train, out_dir)
+    recipe = CoreLMRecipe(model, data, backbone, train, out_dir, evaluation=evaluation,
+                          name=model_name)  # fmt: skip
     result = fit(recipe, train, out_dir, name=f"{STAGE} {model_name}", log_metrics=log_metrics)
     load_best(result, recipe)
     batches = recipe.steps_per_epoch() * result.epochs_run
@@ -456,7 +536,36 @@ def train_model(model_name: str, gating: GatingSettings, train: CoreLMTrain, bac
         "windows_seen_per_epoch": windows,
         "history": result.history,
     }
+    if recipe.curve_docs:
+        facts["curve"] = curve_record(recipe, result.start, result.history)
     return model.eval(), facts
+
+
+def curve_record(recipe: CoreLMRecipe, start: Mapping[str, Any],
+                 history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """The learning curve as a compact record (the metrics' "curve"): one point per epoch
+    and the untrained one (step 0), each with its optimizer step, held-out word perplexity
+    (with and without entities for CoreLM), the gate's figures, the dev loss and the
+    learning rate; the first batch's loss beside the gate's initial value."""
+    strip = len("curve_")
+    points = [{k[strip:]: v for k, v in start.items()}]
+    for row in history:
+        point = {k[strip:]: v for k, v in row.items() if k.startswith("curve_")}
+        point.pop("first_step_loss", None)
+        point.update(epoch=row["epoch"], dev_loss=row["dev_loss"], train_loss=row["train_loss"],
+                     learning_rate=row["learning_rate"])  # fmt: skip
+        points.append(point)
+    return {
+        "every_steps": recipe.optimizer_steps_per_epoch(),
+        "schedule_steps": recipe.schedule_steps(),
+        "heldout_docs": recipe.curve_docs,
+        "heldout_split": recipe.evaluation.heldout_split,
+        "first_step_loss": recipe.first_step_loss,
+        "initial": {
+            k: v for k, v in points[0].items() if k.startswith(("gate_", "entity_", "heldout_word"))
+        },  # fmt: skip
+        "points": points,
+    }
 
 
 def _tokens_seen(recipe: CoreLMRecipe) -> int:
@@ -497,7 +606,7 @@ def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch_threads(train.threads):
         model, facts = train_model(item, gating, train, backbone, corpus, out_dir,
-                                   log_metrics=log_metrics)  # fmt: skip
+                                   log_metrics=log_metrics, evaluation=evaluation)  # fmt: skip
         save_standalone(item, model, backbone, out_dir)
         device = Precision.choose(train).device
         model.to(device)
@@ -514,7 +623,8 @@ def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating
         "gating": settings_to_dict(gating) if item == "corelm" else None,
         "ft_backbone": train.ft_backbone if item == "ft" else None,
         "device": str(device),
-        "training": {k: v for k, v in facts.items() if k != "history"},
+        "training": {k: v for k, v in facts.items() if k not in ("history", "curve")},
+        **({"curve": facts["curve"]} if "curve" in facts else {}),
         **results,
         "wall_time_s": round(time.perf_counter() - started, 2),
     }

@@ -151,7 +151,42 @@ def render_section(runs: Mapping[str, dict], paper: Mapping[str, Any]) -> list[s
             ours = f"{full}, {last}" if last else full
             cells.append(f"{ours} / {_fmt(paper_row[k]) if paper_row else DASH}")
         lines.append(_line(cells))
-    return [*lines, ""]
+    return [*lines, "", *curve_section(runs)]
+
+
+def curve_section(runs: Mapping[str, dict]) -> list[str]:
+    """The learning curves (train_corelm.eval.curve_docs, the metrics' "curve"), FT beside
+    CoreLM at each optimizer step: held-out word perplexity (CoreLM with and without
+    entities), the gate's sigmoid(w) and the entity path's nominal and measured share; the
+    first batch's loss beside the gate's initial share. None recorded: no lines."""
+    curves = {m: runs[m]["curve"] for m in ("ft", "corelm") if (runs.get(m) or {}).get("curve")}
+    if not curves:
+        return []
+    by_step: dict[int, dict[str, dict]] = {}
+    for model, curve in curves.items():
+        for point in curve["points"]:
+            by_step.setdefault(int(point["step"]), {})[model] = point
+    any_curve = next(iter(curves.values()))
+    lines = ["Learning curves: held-out word perplexity on the first "
+             f"{any_curve['heldout_docs']} `{any_curve['heldout_split']}` documents, a point "
+             f"every {any_curve['every_steps']} optimizer steps of {any_curve['schedule_steps']} "
+             "(step 0: untrained); CoreLM's gate sigmoid(w) and the entity path's share of the "
+             "mix (nominal; measured by norm on the first dev batch).", "",
+             _line(["step", "FT", "CoreLM", "CoreLM without entities", "sigmoid(w)",
+                    "entity share", "entity share (norm)"]),
+             _line(["---"] * 7)]  # fmt: skip
+    for step, points in sorted(by_step.items()):
+        ft, co = points.get("ft") or {}, points.get("corelm") or {}
+        keys = ("heldout_word_ppl_no_entities", "gate_sigmoid_mean", "entity_share_mean",
+                "entity_norm_share")  # fmt: skip
+        lines.append(_line([str(step), _fmt(ft.get("heldout_word_ppl")),
+                            _fmt(co.get("heldout_word_ppl")), *(_fmt(co.get(k)) for k in keys)]))  # fmt: skip
+    first = [f"{ROWS[m]} {_fmt(c.get('first_step_loss'))}" for m, c in curves.items()]
+    share = (curves.get("corelm") or {}).get("initial", {}).get("entity_share_mean")
+    lines += ["", "First training batch's loss: " + ", ".join(first)
+              + (f" (CoreLM's initial entity share {_fmt(share)})" if share is not None else "")
+              + ".", ""]  # fmt: skip
+    return lines
 
 
 def paired_tests(artifacts_dir: str | Path, convention: str = "full_word") -> list[str]:

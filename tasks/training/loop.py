@@ -69,6 +69,7 @@ RUN_ONLY = ("resume", "device", "threads", "log_every_s", "precision", "nproc", 
 # out; a settings fingerprint comparing finished runs keeps it)
 BUDGET = ("epochs", "max_time_s")
 SHOWN_DIFFS = 4  # differences a "not resuming" line names
+CURVE_PREFIX = "curve_"  # the keys of Recipe.curve's points (logged at their own step)
 
 
 @dataclass
@@ -158,6 +159,14 @@ class Recipe(Protocol):
         """The model of lane k, to checkpoint (recipes with lanes)."""
         raise NotImplementedError(f"{type(self).__name__} has no lanes")
 
+    def curve(self, epoch: int, precision: Precision) -> dict[str, float]:
+        """A learning curve's further points beside dev (e.g. a held-out figure): called once
+        before the first epoch of a run from scratch (epoch 0, the untrained model) and after
+        each epoch's dev evaluation. Its keys join the epoch's row (the step-0 point: Fit.start)
+        and go to MLflow at the step `curve_step` names (optimizer steps; else the epoch).
+        {}: none (the default; the rows stay as they were)."""
+        return {}
+
 
 @dataclass
 class Precision:
@@ -201,6 +210,7 @@ class LoopState:
     best_epoch: int = 0
     since_best: int = 0
     stopped_early: bool = False
+    start: dict[str, Any] = field(default_factory=dict)  # Recipe.curve before training
 
 
 @dataclass
@@ -215,6 +225,7 @@ class Fit:
     best_path: Path
     precision: Precision
     resumed_from: int = 0
+    start: dict[str, Any] = field(default_factory=dict)  # Recipe.curve at epoch 0 ({}: none)
 
 
 @contextlib.contextmanager
@@ -429,8 +440,22 @@ def _replay_history(lane: _Lane) -> None:
     in MLflow is whole; the interrupted attempt stays beside it as KILLED."""
     if lane.log_metrics is None:
         return
+    _log_curve(lane, lane.state.start, 0)
     for row in lane.state.history:
-        lane.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "best")}, row["epoch"])
+        _log_row(lane, {k: v for k, v in row.items() if k not in ("epoch", "best")}, row)
+
+
+def _log_curve(lane: _Lane, point: Mapping[str, Any], epoch: int) -> None:
+    """A Recipe.curve point to MLflow at its optimizer step (`curve_step`), else the epoch."""
+    if lane.log_metrics is not None and point:
+        lane.log_metrics(dict(point), int(point.get("curve_step", epoch)))
+
+
+def _log_row(lane: _Lane, shown: Mapping[str, Any], row: Mapping[str, Any]) -> None:
+    """An epoch's row to MLflow at the epoch, its curve keys (CURVE_PREFIX) at their step."""
+    curve = {k: v for k, v in shown.items() if k.startswith(CURVE_PREFIX)}
+    lane.log_metrics({k: v for k, v in shown.items() if k not in curve}, row["epoch"])
+    _log_curve(lane, curve, row["epoch"])
 
 
 def _save_last(path, recipe, optimizer, scheduler, scaler, state, expected: dict) -> None:
@@ -517,6 +542,10 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
         _barrier(ranks)  # every process has read last.pt before the main one rewrites it
         for lane in lanes if ranks.main else ():
             _drop_stale_best(lane)
+        if len(lanes) == 1 and not recipe.lanes and lanes[0].state.epoch == 0:
+            lanes[0].state.start = _start_point(recipe, precision)
+            if ranks.main:
+                _log_curve(lanes[0], lanes[0].state.start, 0)
         planned = int(settings.epochs)
         STAGE_CLOCK.run_started(planned * len(lanes), sum(lane.state.epoch for lane in lanes))
         while running := [lane for lane in lanes if lane.active(settings)]:
@@ -542,9 +571,25 @@ def _fit(recipe: Recipe, settings: LoopSettings, lanes: list[_Lane]) -> list[Fit
             best_path=lane.out_dir / BEST,
             precision=precision,
             resumed_from=resumed_from,
+            start=lane.state.start,
         )
         for lane in lanes
     ]
+
+
+def _start_point(recipe: Recipe, precision: Precision) -> dict[str, Any]:
+    """Recipe.curve of the untrained model (epoch 0), checked like every point."""
+    with torch.no_grad():
+        return _curve_point(recipe, 0, precision)
+
+
+def _curve_point(recipe: Recipe, epoch: int, precision: Precision) -> dict[str, Any]:
+    point = dict(recipe.curve(epoch, precision))
+    bad = [k for k in point if not k.startswith(CURVE_PREFIX)]
+    if bad:
+        raise ValueError(f"{type(recipe).__name__}.curve: keys {bad} do not start with "
+                         f"{CURVE_PREFIX!r}")  # fmt: skip
+    return point
 
 
 def _check_ranks(settings: LoopSettings, ranks: distributed.Ranks) -> None:
@@ -596,18 +641,21 @@ def _run_epoch(recipe, lanes: list[_Lane], optimizer, scheduler, scaler, precisi
                         ranks)  # fmt: skip
     train_time = time.perf_counter() - t0
     dev = recipe.evaluate("dev", precision)
+    curve = {} if recipe.lanes else _curve_point(recipe, epoch, precision)
     sums, dev = (sums, dev) if recipe.lanes else ([sums], [dev])
     timing = {"train_time_s": train_time, "epoch_time_s": time.perf_counter() - t0}
     for k in active:
-        _record(recipe, k, lanes[k], sums[k], dev[k], optimizer, settings, timing, ranks.main)
+        _record(recipe, k, lanes[k], sums[k], dev[k], optimizer, settings, timing, ranks.main,
+                curve)  # fmt: skip
 
 
 def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing,
-            writes: bool = True) -> None:  # fmt: skip
+            writes: bool = True, curve: Mapping[str, Any] | None = None) -> None:  # fmt: skip
     """One lane's epoch: the row of its curve, selection, its best checkpoint (when this
     process `writes`: the main one of a distributed run), its log."""
     state, lanes = lane.state, recipe.lanes
     row = _epoch_row(state.epoch, sums, dev, optimizer.param_groups[0]["lr"])
+    row.update(curve or {})
     key, patience_value = recipe.selection(dev)
     improved = _select(state, key, patience_value)
     if improved and writes:
@@ -621,7 +669,7 @@ def _record(recipe, k: int, lane: _Lane, sums, dev, optimizer, settings, timing,
     state.history.append(row)  # no wall-clock figures: last.pt and history.json stay byte-stable
     if lane.log_metrics is not None:
         shown = {k: v for k, v in row.items() if k not in ("epoch", "best")}
-        lane.log_metrics({**shown, **timing}, state.epoch)
+        _log_row(lane, {**shown, **timing}, row)
     _log_epoch(lane.name, settings, row, improved, recipe.log_keys, timing)
 
 

@@ -63,11 +63,12 @@ def work_dir(stage: str, item: str, seed: int) -> Path:
     return resolve_path(RESUME_ROOT) / stage / item / f"seed{seed}"
 
 
-def publish_seed(work: Path, out_dir: Path, metrics: Mapping[str, Any]) -> None:
+def publish_seed(work: Path, out_dir: Path, metrics: Mapping[str, Any] | None) -> None:
     """The finished seed's results (the work folder but its resume state) and its metrics.json
-    as the artifact folder, replacing the old one whole only once the new one is written (a
-    full disk or a kill leaves the earlier result as it was)."""
-    kept, timings = storage.split_timings(metrics)  # wall-clock figures: logs/timings/
+    (metrics None: none, for a stage whose metrics live elsewhere: train_corelm) as the
+    artifact folder, replacing the old one whole only once the new one is written (a full disk
+    or a kill leaves the earlier result as it was)."""
+    kept, timings = storage.split_timings(metrics) if metrics is not None else ({}, {})
     with storage.atomic_dir(out_dir) as tmp:
         for path in sorted(Path(work).iterdir()):
             if path.name in (*RESUME_ONLY, SEED_METRICS):
@@ -76,7 +77,8 @@ def publish_seed(work: Path, out_dir: Path, metrics: Mapping[str, Any]) -> None:
                 shutil.copytree(path, tmp / path.name)
             else:
                 shutil.copyfile(path, tmp / path.name)
-        storage.write_json(tmp / SEED_METRICS, kept)
+        if metrics is not None:
+            storage.write_json(tmp / SEED_METRICS, kept)
     if timings:
         storage.write_json(storage.timings_path(Path(out_dir) / SEED_METRICS), timings)
 

@@ -26,6 +26,7 @@ CASES = {
     "train_coref.train": ("flows.train_coref:settings()", "max_sentences"),
     "train_coref.model": ("flows.train_coref:settings()", "lstm_size"),
     "train_stanza_coref.stanza": ("flows.train_stanza_coref:settings()", "hidden_size"),
+    "train_corelm.train": ("flows.train_corelm:settings()", "warmup_steps"),
     "report": ("tasks.report.common:settings()", "output"),
     "tracking": ("tasks.core.tracking:settings()", "artifacts"),
 }

@@ -59,3 +59,34 @@ def test_measured_rows_feed_the_opening_table_and_summary(tmp_path):
         "zeroshot_lambada_acc": {"ours": 20.0, "paper": 46.67},
     }
     assert corelm.measured([], {}) == []
+
+
+def _curve(model: str) -> dict:
+    def point(step, ppl):
+        p = {"step": step, "heldout_word_ppl": ppl}
+        if model == "corelm":
+            p.update(heldout_word_ppl_no_entities=ppl + 0.5, gate_sigmoid_mean=0.5,
+                     entity_share_mean=0.75, entity_norm_share=0.7)  # fmt: skip
+        return p
+
+    start = 240.0 if model == "corelm" else 58.0
+    points = [point(0, start), point(30, start - 10)]
+    return {"every_steps": 30, "schedule_steps": 300, "heldout_docs": 10, "heldout_split": "test",
+            "first_step_loss": 4.71 if model == "corelm" else 3.71,
+            "initial": {k: v for k, v in points[0].items() if k != "step"}, "points": points}  # fmt: skip
+
+
+def test_the_learning_curves_sit_side_by_side_and_only_when_recorded(tmp_path):
+    runs = {m: _metrics(m, 50.0, 0.2) for m in ("ft", "corelm")}
+    without = "\n".join(corelm.render_section(runs, corelm._paper()))
+    assert "Learning curves" not in without
+    for m in runs:
+        runs[m]["curve"] = _curve(m)
+    text = "\n".join(corelm.render_section(runs, corelm._paper()))
+    assert "a point every 30 optimizer steps of 300" in text
+    assert "| 0 | 58.00 | 240.00 | 240.50 | 0.50 | 0.75 | 0.70 |" in text
+    assert "| 30 | 48.00 | 230.00 | 230.50 | 0.50 | 0.75 | 0.70 |" in text
+    assert (
+        "First training batch's loss: backbone FT 3.71, CoreLM 4.71 (CoreLM's initial entity share 0.75)"
+        in text
+    )
