@@ -44,8 +44,14 @@ def _call(rnn, inputs, state):
 
 
 def _packed_lstm_applies(rnn, inputs: PackedSequence) -> bool:
+    """Where torch runs its own packed kernel (ATen's PackedLayer): a one-layer CPU LSTM, unless
+    oneDNN is on and every sequence has the same length (torch then calls oneDNN's LSTM,
+    faster, with its own bits; tests/models/test_sequences.py checks both cases)."""
+    sizes = inputs.batch_sizes
+    onednn = (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+              and bool(sizes[0] == sizes[-1]))  # fmt: skip
     return (type(rnn) is nn.LSTM and rnn.num_layers == 1 and rnn.bias and rnn.proj_size == 0
-            and inputs.data.device.type == "cpu")  # fmt: skip
+            and inputs.data.device.type == "cpu" and not onednn)  # fmt: skip
 
 
 def packed_lstm(lstm: nn.LSTM, inputs: PackedSequence, state=None):

@@ -64,3 +64,20 @@ def test_run_recurrent_takes_the_linear_time_path_for_a_packed_lstm(monkeypatch)
     run_recurrent(nn.GRU(3, 4, batch_first=True), packed)
     run_recurrent(nn.LSTM(3, 4, num_layers=2, batch_first=True), packed)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("onednn", [False, True])
+@pytest.mark.parametrize("lengths", [[5, 1, 9, 3], [6, 6, 6], [4]])
+def test_run_recurrent_keeps_torchs_bits_with_onednn_on_or_off(onednn, lengths):
+    """Native mode turns oneDNN on (the pinned path has it off): torch then runs equal-length
+    packed batches through oneDNN and the rest through its own kernel; run_recurrent gives
+    torch's bits in every case."""
+    torch.manual_seed(1)
+    lstm = nn.LSTM(5, 8, batch_first=True, bidirectional=True)
+    lengths = torch.tensor(lengths)
+    x = torch.randn(len(lengths), int(lengths.max()), 5)
+    with torch.backends.mkldnn.flags(enabled=onednn):
+        expected = _outputs(lstm, x, lengths, None, lambda m, p, s: m(p, s))
+        got = _outputs(lstm, x, lengths, None, run_recurrent)
+    for e, g in zip(expected, got, strict=True):
+        assert torch.equal(e, g)
