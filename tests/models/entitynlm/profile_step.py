@@ -124,8 +124,11 @@ def instrument() -> None:
     wrap(m.EntityNLM, "token_log_probs", "other")
     wrap(m.EntityNLM, "contexts", "lstm")
     wrap(m.EntityNLM, "_mention_scan", "scan")
-    wrap(m.EntityNLM, "_chain_states", "chain_loop")
     wrap(m.EntityNLM, "word_log_probs", "softmax")
+    use("after")  # both chain scans labelled, whichever `use` installs later
+    wrap(m.EntityNLM, "_chain_states_after", "chain_loop")
+    m.EntityNLM._chain_states_before = _chain_states_before
+    wrap(m.EntityNLM, "_chain_states_before", "chain_loop")
 
 
 def attribute(prof) -> dict[str, dict[str, float]]:
@@ -175,8 +178,8 @@ def use(variant: str) -> None:
     seq.USE_PACKED_LSTM = variant == "after"
     if not hasattr(EntityNLM, "_chain_states_after"):
         EntityNLM._chain_states_after = EntityNLM._chain_states
-    EntityNLM._chain_states = (EntityNLM._chain_states_after if variant == "after"
-                               else _chain_states_before)  # fmt: skip
+    before = getattr(EntityNLM, "_chain_states_before", _chain_states_before)
+    EntityNLM._chain_states = EntityNLM._chain_states_after if variant == "after" else before
 
 
 def _chain_states_before(self, prior, hu, ph, rows, count):
