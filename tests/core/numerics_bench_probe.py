@@ -133,10 +133,13 @@ def _median_time(fn: Callable[[], object], repeats: int) -> float:
 
 def counted_flops(step: Callable[[], None]) -> float:
     """The floating-point operations of one step, forward and backward, as torch counts them
-    for its matrix products and convolutions (torch.utils.flop_counter: 2 per multiply-add)."""
+    for its matrix products and convolutions (torch.utils.flop_counter: 2 per multiply-add).
+    Counted with oneDNN off: the counter does not see into oneDNN's LSTM (native mode), whose
+    products it would leave out (issue #57.3: half of EntityNLM's step)."""
+    import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:
         step()
     return float(counter.get_total_flops())
 
