@@ -386,9 +386,12 @@ class EntityNLM(nn.Module):
         state = prior[order]
         pieces = [prior.new_zeros(1, h), state]
         for s, live in enumerate(alive):
+            # the chains alive at a step are a prefix of those alive at the step before, so
+            # the rows a step reads are the previous step's first rows: no copy of the rest
+            # (the slice stays even when whole: the gradients then add up in the same order)
             e_new = self.gate_update(state[:live], hu[s], ph[s]).to(state.dtype)
             pieces.append(e_new)
-            state = torch.cat([e_new, state[live:]]) if live < c_all else e_new
+            state = e_new
         table = torch.cat(pieces)
         starts = torch.tensor([1, *(1 + c_all + sum(alive[:s]) for s in range(steps))],
                               device=count.device)  # fmt: skip

@@ -1,7 +1,9 @@
 """One model family's training step, timed in a stage-like process (imports `flows` first, so
 the numeric path is pinned unless COREFREPRO_NUMERICS=native): for tests/core/test_bench_numerics.py.
 
-    python -m tests.core.numerics_bench_probe FAMILY REPEATS   -> prints the median step in s
+    python -m tests.core.numerics_bench_probe FAMILY REPEATS [--flops] [--before]
+        -> prints the median step in s (--flops: and the counted GFLOP, the matmul limit;
+           --before: the code paths before issue #57.3's speed-ups, profile_step.use)
 
 The steps are the families' own benchmarks' steps, at their sizes, one thread:
 mage: a MAGE-GRU layer (Dhingra et al. sizes, tests/models/mage/test_bench_mage.py);
@@ -131,10 +133,13 @@ def _median_time(fn: Callable[[], object], repeats: int) -> float:
 
 def counted_flops(step: Callable[[], None]) -> float:
     """The floating-point operations of one step, forward and backward, as torch counts them
-    for its matrix products and convolutions (torch.utils.flop_counter: 2 per multiply-add)."""
+    for its matrix products and convolutions (torch.utils.flop_counter: 2 per multiply-add).
+    Counted with oneDNN off: the counter does not see into oneDNN's LSTM (native mode), whose
+    products it would leave out (issue #57.3: half of EntityNLM's step)."""
+    import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:
         step()
     return float(counter.get_total_flops())
 
@@ -210,4 +215,8 @@ def main(family: str, repeats: int, flops: bool = False) -> None:
 
 
 if __name__ == "__main__":
+    if "--before" in sys.argv[3:]:
+        from tests.models.entitynlm.profile_step import use
+
+        use("before")
     main(sys.argv[1], int(sys.argv[2]), "--flops" in sys.argv[3:])

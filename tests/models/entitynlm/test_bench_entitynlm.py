@@ -157,3 +157,34 @@ def test_bench_importance_sampling_of_the_pipelines_trained_model():
           f" IS {is_s / len(docs) * 1000:.1f} ms/doc, RNNLM pass {rnn_s / len(docs) * 1000:.2f}"
           f" ms/doc, ratio {is_s / rnn_s:.1f} (target <= 20); IS ppl {out['ppl']:.2f}")  # fmt: skip
     assert math.isfinite(out["ppl"])
+
+
+@pytest.mark.bench
+@pytest.mark.timeout(3600)  # four processes of alternating steps; on shared cores, slow
+def test_bench_training_step_before_and_after_the_speedups():
+    """Issue #57.3: the stage's EntityNLM training step (model + bidirectional proposal, clip,
+    Adam; tests/models/entitynlm/profile_step.py) at the InScript cell's shapes (128, vocabulary
+    1K, batch_tokens 512, ~200-word stories) and Table 1's (256, vocabulary 10K, one
+    ~1,100-word document a step), before and after the speed-ups, in portable and native mode:
+    per cell and mode one stage-like process in which the two code paths' steps alternate
+    (medians of CPU and wall time; load from other work hits both alike), then the profile of
+    each by part. The two paths give the same bits (test_fast_paths.py)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.core.test_numerics import SWITCHES
+
+    for cell, repeats, profiled in (("inscript", 15, 3), ("table1", 5, 1)):
+        for mode in ("portable", "native"):
+            env = {k: v for k, v in os.environ.items() if k not in SWITCHES}
+            env["COREFREPRO_NUMERICS"] = mode
+            proc = subprocess.run(
+                [sys.executable, "-m", "tests.models.entitynlm.profile_step", cell, str(repeats),
+                 str(profiled)],
+                cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            print(f"\n### {cell}, {mode}\n{proc.stdout}")
+            assert "before / after" in proc.stdout

@@ -99,3 +99,25 @@ def test_the_authors_variants_equal_the_reference(variant):
     for d_fast, d_slow in zip(fast, slow, strict=True):
         for (ta, a), (tb, b) in zip(d_fast, d_slow, strict=True):
             assert ta == tb and torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("scope", ["sentence", "document"])
+def test_the_training_step_is_the_same_bits_before_and_after_the_speedups(scope):
+    """Issue #57.3: the stage's training step (LMRecipe: EntityNLM and its bidirectional
+    proposal, per-model clip, Adam) gives the same loss, gradients and weights, bit for bit,
+    on the code paths before and after the speed-ups (profile_step.use: torch's packed LSTM
+    kernel and the copying chain scan, against models/sequences.py `packed_lstm` and the
+    prefix chain scan), two steps on InScript-like documents."""
+    from tests.models.entitynlm import profile_step
+
+    runs = {}
+    try:
+        for variant in profile_step.VARIANTS:
+            profile_step.use(variant)
+            step, recipe = profile_step.recipe_step("inscript", seed=3, lstm_scope=scope)
+            step(), step()
+            runs[variant] = [t.detach().clone() for p in recipe.model.parameters()
+                             for t in (p, torch.empty(0) if p.grad is None else p.grad)]  # fmt: skip
+    finally:
+        profile_step.use("after")
+    assert all(torch.equal(a, b) for a, b in zip(*runs.values(), strict=True))
