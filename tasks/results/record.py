@@ -11,8 +11,9 @@ main's from a lane workspace), merged seed by seed with what is there.
 
 The 5-gram of Table 1 (`train_entitynlm 5gram`), a deterministic estimator, has no seed
 folders: its record reads metrics/train_entitynlm/5gram.json (`selected.<split>.ppl` and
-`.tokens`) and its seedless MLflow run `train_entitynlm@5gram`, as the one "seed" 1 (the
-record's data says so).
+`.tokens`) and its seedless MLflow run `train_entitynlm@5gram`; its figures are stated (no
+per-seed entry; its run's ids and wall time under "seed" 1), so a claim sets them against
+every seed of the other side.
 
 A transcribed record (source "transcribed, no run", tasks/results/transcribe.py) of the same
 id never merges with a run's: `--replace-transcribed` replaces it whole with the run's record
@@ -47,7 +48,13 @@ from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
 from tasks.core.schema import record_problems
 from tasks.core.tracking import git_sha
-from tasks.results.records import merge, metric_entry, new_record, record_id
+from tasks.results.records import (
+    merge,
+    metric_entry,
+    new_record,
+    record_id,
+    stated_metric_entry,
+)
 
 RESULTS_ROOT = "results"
 
@@ -125,9 +132,9 @@ def _at(obj: Any, dotted: str) -> Any:
     return obj
 
 
-# The seedless items: (stage, item) -> what their record says of the seed they have not
-SEEDLESS = {("train_entitynlm", "5gram"): "none: a deterministic estimator (KenLM-style 5-gram), "
-                                          "recorded as its one run, seed 1"}  # fmt: skip
+# The seedless items (deterministic estimators, one run): their record states its figures
+# (no per-seed entry), so a claim sets them against every seed of the other side
+SEEDLESS = {("train_entitynlm", "5gram")}
 
 
 def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
@@ -326,9 +333,13 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         if stage == "train_entitynlm" and all(v is None for v in values.values()):
             continue
         sizes = {_at(m, spec.size_key) for m in seeds.values()} if spec.size_key else {None}
-        metrics[spec.name] = metric_entry(values, split=spec.split,
-                                          split_size=sizes.pop() if len(sizes) == 1 else None,
-                                          unit=spec.unit, better=spec.better)  # fmt: skip
+        shape = {"split": spec.split, "split_size": sizes.pop() if len(sizes) == 1 else None,
+                 "unit": spec.unit, "better": spec.better}  # fmt: skip
+        if (stage, item) in SEEDLESS:  # one figure for every seed: stated, not per seed, so
+            # a claim sets it against each seed of the other side (the report's seedless path)
+            metrics[spec.name] = stated_metric_entry(next(iter(values.values())), None, 1, **shape)
+            continue
+        metrics[spec.name] = metric_entry(values, **shape)
     if stage == "entity_prediction":  # one stage run per corpus, under the shallow seed
         corpus = next(iter(seeds.values()))["corpus"]
         shallow = str((_prediction_settings(root).get("shallow") or {}).get("seed", 13))
@@ -345,8 +356,7 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         id=record_id(preset, stage, item), paper=PAPERS.get(stage, stage), table=table, row=row,
         source="run", stage=stage, item=item, preset=preset, scale=scale,
         overrides=overrides(root, stage), metrics=metrics,
-        data={**({"seed": SEEDLESS[stage, item]} if (stage, item) in SEEDLESS else {}),
-              **{p: storage.sha256_of(root / p) for p in data}},
+        data={p: storage.sha256_of(root / p) for p in data},
         commit=", ".join(commits), numerics="; ".join(numerics),
         device=", ".join(sorted({str(m.get("device", "unknown")) for m in seeds.values()})),
         cpu=cpu_model(),
