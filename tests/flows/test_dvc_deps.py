@@ -213,7 +213,7 @@ def test_an_ablation_setting_reruns_its_graphs_only(tmp_path):
 
 
 def test_entity_prediction_depends_on_its_checkpoint_and_builds_without_one(tmp_path):
-    """Issue #61: the stage's dep is `${entity_prediction.entitynlm.checkpoint}` (dvc repro
+    """Issue #56 (scoring the rankers alone under DVC): the stage's dep is `${entity_prediction.entitynlm.checkpoint}` (dvc repro
     trains the checkpoint first and reruns the stage when it changes); DVC cannot parse a null
     dep, so "no EntityNLM row" is the tracked NO_CHECKPOINT file, which the flow scores as
     none and DVC builds the stage with."""

@@ -259,7 +259,7 @@ def _build_5gram(root):
 
 
 def test_the_seedless_5gram_is_recorded_from_its_stage_metrics(workspace, monkeypatch):
-    """Issue #61: the 5-gram writes no seed folder; its record reads its metrics file, states
+    """Issue #56.1 (record gaps the Table 1 rerun met): the 5-gram writes no seed folder; its record reads its metrics file, states
     its one figure (no per-seed entry: the report sets it against every seed of the other
     side), and finds its seedless MLflow run."""
     asked = []
@@ -311,7 +311,7 @@ def _transcribed_record():
 
 
 def test_a_run_record_replaces_a_transcribed_one_only_when_asked(workspace, monkeypatch, capsys):
-    """Issue #61: a transcribed record has no per-seed figures and no data digests, so a rerun
+    """Issue #56.1 (record gaps the Table 1 rerun met): a transcribed record has no per-seed figures and no data digests, so a rerun
     never merges with it: without --replace-transcribed the error says to pass it, with it the
     run's record replaces the transcribed one whole."""
     out = workspace / "results"
@@ -355,7 +355,7 @@ def test_a_run_record_is_never_replaced_and_its_error_has_no_hint(workspace):
 
 
 def test_no_entitynlm_checkpoint_reads_null_in_a_records_settings(workspace):
-    """Issue #61: the rankers' records of a run without EntityNLM merge whether the setting was
+    """Issue #56.1 (record gaps the Table 1 rerun met): the rankers' records of a run without EntityNLM merge whether the setting was
     null (a direct run) or the stage's NO_CHECKPOINT file (dvc repro)."""
     import subprocess
 
