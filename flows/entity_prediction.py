@@ -6,7 +6,7 @@ Reads data/docs/<corpus>/ (and, for InScript, the label kinds from data/raw/insc
 rules need ScrPart_* vs NPart, ...; tasks/corpora/inscript.mention_kinds), builds the slots of
 every split (tasks/evaluation/entity_prediction.py), trains the shallow ranker on the train
 slots, scores the two baselines and EntityNLM's predictor (models/entitynlm/apply.py,
-checkpoint entity_prediction.entitynlm.checkpoint; NO_CHECKPOINT or null: none), and writes
+checkpoint entity_prediction.entitynlm.checkpoint; ep.NO_CHECKPOINT or null: none), and writes
 metrics/entity_prediction/<corpus>.json (accuracy per predictor per split, slot counts) and
 data/entity_prediction/<corpus>/predictions.parquet (ENTITY_PREDICTIONS).
 
@@ -69,16 +69,9 @@ INSCRIPT_TEST_STORIES = 182  # the split file's test list (tasks/corpora/inscrip
 # --------------------------------------------------------------------------- 1. settings
 
 
-# The checkpoint setting's "no EntityNLM row" under DVC: the stage's dep is the checkpoint
-# (dvc.yaml `${entity_prediction.entitynlm.checkpoint}`, so `dvc repro` trains it first and
-# reruns when it changes), and DVC cannot parse a null dep, so "none" is this tracked file,
-# which never changes. null means the same to a direct run (python -m flows.entity_prediction).
-NO_CHECKPOINT = "models/entitynlm/no_checkpoint.txt"
-
-
 @dataclass
 class ModelPredictorSettings:
-    """params.yaml entity_prediction.entitynlm: a trained model's checkpoint (NO_CHECKPOINT or
+    """params.yaml entity_prediction.entitynlm: a trained model's checkpoint (ep.NO_CHECKPOINT or
     null: skip it). The predictor itself is the model family's (models/entitynlm/apply.py);
     the flow builds it and hands it to `run`."""
 
@@ -90,8 +83,8 @@ class ModelPredictorSettings:
 
     @property
     def scored(self) -> str | None:
-        """The checkpoint to score, None for none (NO_CHECKPOINT or null)."""
-        return None if self.checkpoint in (None, NO_CHECKPOINT) else self.checkpoint
+        """The checkpoint to score, None for none (ep.NO_CHECKPOINT or null)."""
+        return None if self.checkpoint in (None, ep.NO_CHECKPOINT) else self.checkpoint
 
 
 @dataclass

@@ -86,6 +86,12 @@ from tasks.core.errors import CorefreproError
 from tasks.core.settings import ConfigError
 from tasks.graphs.views import resolve_nesting
 
+# The stage's "no EntityNLM row" (entity_prediction.entitynlm.checkpoint) under DVC: its dep is
+# the checkpoint (dvc.yaml `${entity_prediction.entitynlm.checkpoint}`, so `dvc repro` trains it
+# first and reruns when it changes) and DVC cannot parse a null dep, so "none" is this tracked
+# file, which never changes; null means the same to a direct run
+NO_CHECKPOINT = "models/entitynlm/no_checkpoint.txt"
+
 NEW = -1  # the "new entity" answer
 # InScript's time labels: none of Modi et al.'s 3,346 released targets carries one (rule 3)
 TIME_LABELS = ("ScrPart_time", "ScrPart_time/date", "ScrPart_time_date")

@@ -257,7 +257,7 @@ def overrides(root: Path, stage: str | None = None) -> list[str]:
                           text=True, check=True).stdout  # fmt: skip
     out = _diff(yaml.safe_load(head), yaml.safe_load((root / "params.yaml").read_text()))
     if stage == "entity_prediction":
-        from flows.entity_prediction import NO_CHECKPOINT
+        from tasks.evaluation.entity_prediction import NO_CHECKPOINT
 
         none = f"{PREDICTION_CHECKPOINT}={json.dumps(NO_CHECKPOINT)}"
         out = [f"{PREDICTION_CHECKPOINT}=null" if o == none else o for o in out]

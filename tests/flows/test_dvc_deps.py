@@ -222,7 +222,8 @@ def test_entity_prediction_depends_on_its_checkpoint_and_builds_without_one(tmp_
 
     from dvc.repo import Repo
 
-    from flows.entity_prediction import NO_CHECKPOINT, ModelPredictorSettings
+    from flows.entity_prediction import ModelPredictorSettings
+    from tasks.evaluation.entity_prediction import NO_CHECKPOINT
 
     assert (REPO_ROOT / NO_CHECKPOINT).is_file()
     for value in (NO_CHECKPOINT, None):

@@ -359,7 +359,7 @@ def test_no_entitynlm_checkpoint_reads_null_in_a_records_settings(workspace):
     null (a direct run) or the stage's NO_CHECKPOINT file (dvc repro)."""
     import subprocess
 
-    from flows.entity_prediction import NO_CHECKPOINT
+    from tasks.evaluation.entity_prediction import NO_CHECKPOINT
 
     _prediction_workspace(workspace, 1, 0.64)
     params = (workspace / "params.yaml").read_text()
