@@ -21,10 +21,16 @@ VOCAB = vocab_of(7)
 
 @pytest.mark.parametrize("scope", ["sentence", "document"])
 def test_token_log_probs_and_gradients_equal_the_reference(scope):
-    for seed in range(4):
+    _assert_scan_matches_reference(range(4), lstm_scope=scope)
+
+
+def _assert_scan_matches_reference(seeds, **settings):
+    """Log-probabilities and gradients of the batched scan against the reference, for
+    EntityNLM and its proposal built with `settings` (random_model's)."""
+    for seed in seeds:
         for proposal in (False, True):
             model = random_model(7, proposal=proposal, l_max=3, scale=1.5, seed=seed,
-                                 lstm_scope=scope).train()  # fmt: skip
+                                 **settings).train()  # fmt: skip
             ref = reference_of(model)
             batch = collate(random_documents(seed, sentences=True), VOCAB)
             torch.manual_seed(seed)  # Eq. 7's noise in training: the same draws in both
@@ -76,23 +82,7 @@ def test_the_authors_variants_equal_the_reference(variant):
     """Issue #56.4: each of the authors' model variants through the batched scan (log-probs,
     gradients, entity predictions) computes what the one-word-at-a-time reference computes."""
     settings = AUTHORS_VARIANTS[variant]
-    for seed in range(2):
-        for proposal in (False, True):
-            model = random_model(7, proposal=proposal, l_max=3, scale=1.5, seed=seed,
-                                 **settings).train()  # fmt: skip
-            ref = reference_of(model)
-            batch = collate(random_documents(seed, sentences=True), VOCAB)
-            torch.manual_seed(seed)
-            fast = model.token_log_probs(batch)
-            torch.manual_seed(seed)
-            slow = ref.token_log_probs(batch)
-            for key in slow:
-                assert torch.allclose(fast[key], slow[key], atol=1e-5), (seed, proposal, key)
-            sum(v.sum() for v in fast.values()).backward()
-            sum(v.sum() for v in slow.values()).backward()
-            for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
-                if p.grad is not None or q.grad is not None:
-                    assert torch.allclose(p.grad, q.grad, atol=1e-4), (seed, proposal, name)
+    _assert_scan_matches_reference(range(2), **settings)
     model = random_model(7, l_max=3, scale=1.5, seed=3, **settings)
     batch = collate(random_documents(7, sentences=True), VOCAB)
     fast, slow = model.entity_predictions(batch), reference_of(model).entity_predictions(batch)
