@@ -41,7 +41,7 @@ from tasks.core import numerics
 from tasks.core.config import resolve_path
 from tasks.core.storage import write_json, write_text
 from tasks.report import common, figures
-from tasks.report.claims import claim_figures, claims_section, parse_claims
+from tasks.report.claims import claim_figures, claims_section, metric_of, parse_claims
 from tasks.report.common import (
     DASH,
     Measured,
@@ -225,7 +225,7 @@ def claim_points(spec: Mapping[str, Any], records: Mapping[str, Any]) -> list[fi
             ours, sd = got.unpaired
         else:
             continue
-        metric = got.first["metrics"][claim.metric]
+        metric = got.first["metrics"][metric_of(claim, claim.b)]
         points.append(figures.ClaimPoint(claim.id, claim.metric, metric.get("better", "?"),
                                          got.paper_diff, ours, sd))  # fmt: skip
     return points

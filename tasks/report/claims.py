@@ -42,6 +42,9 @@ class Claim:
     b: str  # the model key of the claimed row
     records: str  # record id pattern, {model} and {column} filled in
     metric: str  # the record's metric
+    # b's metric where it is another reading of a's figure (EntityNLM's word-only perplexity
+    # beside the RNNLM's, issue #56.1); empty: `metric` on both sides
+    b_metric: str = ""
     items: dict[str, str] = field(default_factory=dict)  # model key -> record item, if other
     differs: str = ""  # how our records' protocol or data differ from the paper's, in a line
     not_run: str = ""  # why no record exists yet (data unavailable, its cost), shown as the status
@@ -72,6 +75,11 @@ def paper_value(table: Mapping[str, Any], model: str, column: str) -> float | No
     return values[columns.index(column)] if values and column in columns else None
 
 
+def metric_of(claim: Claim, model: str) -> str:
+    """The record metric read for `model`'s side of the claim."""
+    return claim.b_metric if model == claim.b and claim.b_metric else claim.metric
+
+
 def our_seeds(claim: Claim, model: str, columns: Sequence[str],
               records: Mapping[str, Mapping[str, Any]]) -> dict[str, float] | None:  # fmt: skip
     """seed -> our figure of `model` (an average over `columns` for `avg`: the seeds every
@@ -80,7 +88,7 @@ def our_seeds(claim: Claim, model: str, columns: Sequence[str],
     for column in columns:
         record = records.get(claim.records.format(model=claim.items.get(model, model),
                                                   column=column))  # fmt: skip
-        metric = (record or {}).get("metrics", {}).get(claim.metric)
+        metric = (record or {}).get("metrics", {}).get(metric_of(claim, model))
         if metric is None:
             return None
         per_column.append({s: v for s, v in metric["per_seed"].items() if v is not None})
@@ -122,11 +130,11 @@ class ClaimFigures:
 
 
 def _unpaired(
-    a: Mapping[str, Any], b: Mapping[str, Any], metric: str
+    a: Mapping[str, Any], b: Mapping[str, Any], metric: str, b_metric: str = ""
 ) -> tuple[float, float] | None:
     """b's mean − a's mean with the sd of that difference, from stated means (a seedless
     baseline, a figure stated as mean ± sd: a missing sd counts as 0, i.e. deterministic)."""
-    ma, mb = (r["metrics"][metric] for r in (a, b))
+    ma, mb = a["metrics"][metric], b["metrics"][b_metric or metric]
     if ma.get("mean") is None or mb.get("mean") is None:
         return None
     if max(ma.get("n") or 0, mb.get("n") or 0) < 2:
@@ -154,7 +162,9 @@ def claim_figures(claim: Claim, table: Mapping[str, Any],
     if not paired:  # both recorded, no seed in common
         state = "no paired seeds"
         if len(columns) == 1:
-            unpaired = _unpaired(records[ids[claim.a][0]], records[ids[claim.b][0]], claim.metric)
+            unpaired = _unpaired(
+                records[ids[claim.a][0]], records[ids[claim.b][0]], claim.metric, claim.b_metric
+            )
         if unpaired is not None:
             mean, sd = unpaired
             shown = f"{_fmt(mean)} ± {sd:.2f} (unpaired means)"
@@ -175,7 +185,7 @@ def claim_row(claim: Claim, tables: Mapping[str, Mapping[str, Any]],
     got = claim_figures(claim, table, records)
     first, where = got.first, DASH
     if first is not None and got.status != "no record":
-        metric = first["metrics"][claim.metric]
+        metric = first["metrics"][metric_of(claim, claim.b)]
         corpora = first["data"].get("corpora") or ", ".join(sorted(first["data"])) or DASH
         where = (f"{corpora}; {metric['split']} ({metric['split_size'] or DASH}), "
                  f"{first['scale'] or DASH}")  # fmt: skip
@@ -186,7 +196,8 @@ def claim_row(claim: Claim, tables: Mapping[str, Mapping[str, Any]],
     paper_name = paper_info.get("short", table.get("paper"))
     links = _links(got.record_ids)
     notes = f"[protocol](../{paper_info['docs']})" if paper_info.get("docs") else DASH
-    return [claim.claim, f"{paper_name}, {table.get('table')}, {claim.column}", claim.metric,
+    shown_metric = f"{claim.b_metric} vs {claim.metric}" if claim.b_metric else claim.metric
+    return [claim.claim, f"{paper_name}, {table.get('table')}, {claim.column}", shown_metric,
             paper, got.shown + source, where, claim.differs or DASH, got.status,
             f"{links}; {notes}"]  # fmt: skip
 

@@ -18,6 +18,7 @@ from typing import Any
 from tasks.core.errors import CorefreproError
 from tasks.report.claims import paper_value
 from tasks.report.common import DASH, _md_table, fmt, fold
+from tasks.results.records import ppl_metric
 
 RECORDS_LINK = "../results"  # results/ from reports/results.md
 
@@ -134,6 +135,74 @@ def render_table_from_records(table: Mapping[str, Any], paper: Mapping[str, Any]
     ]
 
 
+def _reading_rows(table: Mapping[str, Any], model: str, record: Mapping[str, Any] | None
+                  ) -> list[tuple[str, str | None]]:  # fmt: skip
+    """(label, reading) of `model`'s rows: one per reading of the table's `readings` the
+    record holds (EntityNLM's), else its one perplexity (reading None)."""
+    metrics = (record or {}).get("metrics", {})
+    held = [(r["key"], r["label"]) for r in (table.get("readings") or {}).get("rows", [])
+            if r["key"] != "marginal" and ppl_metric("test", r["key"]) in metrics]  # fmt: skip
+    if not held:
+        return [(f"`{model}`", None)]
+    keys = [r["key"] for r in table["readings"]["rows"]]
+    shown = [*held, ("marginal", next(r["label"] for r in table["readings"]["rows"]
+                                      if r["key"] == "marginal"))]  # fmt: skip
+    return [
+        (f"`{model}` {label}", key) for key, label in sorted(shown, key=lambda r: keys.index(r[0]))
+    ]
+
+
+def render_lm_from_records(table: Mapping[str, Any], paper: Mapping[str, Any],
+                           records: Mapping[str, Mapping[str, Any]]) -> list[str]:  # fmt: skip
+    """An LM table (Ji et al. Table 1) from its records: each model's dev and test perplexity
+    (mean ± sd over training seeds), EntityNLM's under each reading of §5.1, the paper's
+    figure beside the model's own row, or beside the reading the table calls comparable."""
+    spec = table_records(table)
+    found = {m: records.get(spec.pattern.format(model=m)) for m in spec.models} if spec else {}
+    if not any(found.values()):
+        return []
+    comparable = (table.get("readings") or {}).get("comparable")
+    body = []
+    for model, record in found.items():
+        for label, reading in _reading_rows(table, model, record):
+            paper_cell = reading in (None, comparable)
+            body.append([label, *(_cell(record, ppl_metric(split, reading))
+                                   for split in ("dev", "test")),
+                         fmt(paper_value(table, model, "test_ppl"), table.get("digits", 1))
+                         if paper_cell else DASH])  # fmt: skip
+    first = next(r for r in found.values() if r)
+    sizes = {s: first["metrics"].get(ppl_metric(s), {}).get("split_size") for s in ("dev", "test")}
+    return [
+        f"### {table['table']} of {paper.get('short', table.get('paper'))}, from the records: "
+        f"{table['title']}, under each reading",
+        "",
+        f"Ours: perplexity, mean ± sd over training seeds (n) of each record ({first.get('preset')} "
+        f"preset, scale `{first.get('scale')}`; data {', '.join(sorted(first.get('data', {}))) or DASH}; "
+        f"{', '.join(f'{s} {n} tokens' for s, n in sizes.items())}). EntityNLM's readings of §5.1 "
+        f"are figures of the same checkpoints; the paper's number stands beside `{comparable}`, "
+        "its text's reading. Whether each ordering holds beyond the spread: the claims above.",
+        "",
+        *_md_table(["row", "dev ppl", "test ppl", "paper test ppl"], body),
+        "",
+    ]
+
+
+FROM_RECORDS = {"babi": render_table_from_records, "entitynlm_lm": render_lm_from_records}
+
+
+def table_from_records(table: Mapping[str, Any], paper: Mapping[str, Any],
+                       records: Mapping[str, Mapping[str, Any]]) -> list[str]:  # fmt: skip
+    """A paper table rebuilt from its records, by the table's kind (none without `records`)."""
+    if table.get("records") is None:
+        return []
+    render = FROM_RECORDS.get(table.get("kind"))
+    if render is None:
+        raise CorefreproError(f"paper_results.yaml table {table.get('id')}: records: no "
+                              f"rendering for kind {table.get('kind')!r} (known: "
+                              f"{', '.join(FROM_RECORDS)})")  # fmt: skip
+    return render(table, paper, records)
+
+
 # ------------------------------------------------------------------- a study beyond the papers
 
 
@@ -212,7 +281,21 @@ def render_study(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]) 
 
 
 def _cell(record: Mapping[str, Any] | None, metric: str) -> str:
-    return record_link(record["id"], mean_sd(seeds_of(record, metric))) if record else DASH
+    """A record's figure, linked: mean ± sd over its seeds, or as stated where it has none
+    (a seedless estimator such as the 5-gram)."""
+    entry = (record or {}).get("metrics", {}).get(metric)
+    if not entry:
+        return DASH
+    per_seed = seeds_of(record, metric)
+    return record_link(record["id"], mean_sd(per_seed) if per_seed else _stated_cell(entry))
+
+
+def _stated_cell(metric: Mapping[str, Any]) -> str:
+    """A figure a record states without seeds: one decimal, as mean_sd."""
+    mean, sd, n = metric.get("mean"), metric.get("sd"), metric.get("n")
+    if mean is None:
+        return DASH
+    return f"{mean:.1f} (seedless)" if sd is None else f"{mean:.1f} ± {sd:.1f} ({n}, stated)"
 
 
 # ------------------------------------------------------------------- every record
@@ -253,7 +336,7 @@ def real_data_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str
              "run.", ""]  # fmt: skip
     papers = spec.get("papers", {})
     for table in spec.get("tables", []):
-        lines += render_table_from_records(table, papers.get(table.get("paper"), {}), records)
+        lines += table_from_records(table, papers.get(table.get("paper"), {}), records)
     for study in parse_studies(spec):
         lines += render_study(study, records)
     for title, name in figure_names.items():

@@ -52,6 +52,7 @@ from tasks.results.records import (
     merge,
     metric_entry,
     new_record,
+    ppl_metric,
     record_id,
     stated_metric_entry,
 )
@@ -110,7 +111,7 @@ _PPL = {
     "words_gold": "words_given_rel_ppl",
 }
 STAGE_METRICS["train_entitynlm"] = [
-    MetricSpec(f"{split}_ppl{'' if name is None else '_' + name}",
+    MetricSpec(ppl_metric(split, name),
                f"{split}.is_ppl.mean|{split}.ppl" if name is None else f"{split}.{_PPL[name]}",
                1.0, "ppl", "lower", split, f"{split}.tokens")
     for name in (None, *_PPL) for split in ("dev", "test")

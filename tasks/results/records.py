@@ -44,6 +44,12 @@ def stated_metric_entry(mean: float, sd: float | None, n: int, *, split: str,
             "split_size": split_size, "unit": unit, "better": better}  # fmt: skip
 
 
+def ppl_metric(split: str, reading: str | None = None) -> str:
+    """A perplexity's metric name in a record: `test_ppl` for the model's own (for EntityNLM
+    the marginal, Eq. 11), `test_ppl_words_is` for EntityNLM's reading `words_is` of §5.1."""
+    return f"{split}_ppl" if reading in (None, "marginal") else f"{split}_ppl_{reading}"
+
+
 def record_id(preset: str | None, stage: str, item: str) -> str:
     return f"{preset or 'adhoc'}/{stage}/{item}"
 

@@ -102,3 +102,21 @@ def test_stated_means_without_common_seeds_are_compared_unpaired():
     assert _unpaired(a, b, "m") == (-6.0, 1.0)
     one = {"metrics": {"m": {"mean": 4.0, "sd": None, "n": 1}}}
     assert _unpaired(a, one, "m") is None  # two single figures carry no direction claim
+
+
+def test_a_claim_may_read_another_metric_on_its_claimed_side():
+    """#56.1: EntityNLM's word-only reading (b's `b_metric`) against the RNNLM's perplexity."""
+    spec = {**SPEC, "claims": [{**SPEC["claims"][0], "b_metric": "err_words"}]}
+    a = _record({"1": 50.0, "2": 60.0})
+    b = _record({"1": 70.0, "2": 80.0})  # its own `err` is worse than a's ...
+    b["metrics"]["err_words"] = metric_entry(
+        {"1": 40.0, "2": 44.0}, split="dev", split_size=100, unit="%", better="lower"
+    )  # ... its reading better
+    (row,) = [line.split(" | ") for line in claims_section(spec, {"x/a-qa2": a, "x/b-qa2": b}, "s")
+              if line.startswith("| b beats")]  # fmt: skip
+    assert row[2] == "err_words vs err" and row[4] == "-13.00 ± 4.24 (2 seeds)"
+    assert row[7] == "reproduced (direction)"
+    del b["metrics"]["err_words"]  # a record without the reading: no figure for it
+    (row,) = [line.split(" | ") for line in claims_section(spec, {"x/a-qa2": a, "x/b-qa2": b}, "s")
+              if line.startswith("| b beats")]  # fmt: skip
+    assert row[7] == "no record"

@@ -79,14 +79,17 @@ def _records(link: str) -> list[dict]:
 
 
 def _derived(records: list[dict]) -> set[float]:
-    """Every figure a row may print from its records: their own numbers; per metric, the
-    paired per-seed differences of two records (mean, sd), the unpaired difference of
+    """Every figure a row may print from its records: their own numbers; per split and unit
+    (one metric, or two readings of one figure), the paired per-seed differences of two records (mean, sd), the unpaired difference of
     means and its spread; the mean over seeds of each seed's mean over the records, its sd,
     and of each seed's count of records above 5 % (bAbI's failed tasks)."""
     out = set(itertools.chain.from_iterable(_numbers(r) for r in records))
-    metrics = {m for r in records for m in r["metrics"]}
-    for metric in metrics:
-        having = [r["metrics"][metric] for r in records if metric in r["metrics"]]
+    # a claim compares one metric, or two readings of one figure (b_metric): same split, unit
+    comparable: dict[tuple, list[dict]] = {}
+    for r in records:
+        for m in r["metrics"].values():
+            comparable.setdefault((m.get("split"), m.get("unit")), []).append(m)
+    for having in comparable.values():
         for a, b in itertools.permutations(having, 2):
             seeds = sorted(set(a["per_seed"]) & set(b["per_seed"]))
             diffs = [b["per_seed"][s] - a["per_seed"][s] for s in seeds
@@ -145,14 +148,19 @@ def _tables(text: str) -> Iterator[tuple[str, list[str], list[list[str]]]]:
         if lines[i].startswith("#"):
             heading = lines[i]
         if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
-            header = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+            header = _cells(lines[i])
             rows, i = [], i + 2
             while i < len(lines) and lines[i].startswith("|"):
-                rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                rows.append(_cells(lines[i]))
                 i += 1
             yield heading, header, rows
             continue
         i += 1
+
+
+def _cells(line: str) -> list[str]:
+    """A markdown table row's cells; an escaped pipe (`\\|`, e.g. P(x\\|z)) stays in its cell."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
 
 
 def test_every_figure_in_the_claims_and_real_data_tables_comes_from_a_record_or_the_papers():
