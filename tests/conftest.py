@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 # the numeric path every stage runs on (tasks/core/numerics.py), set before torch/numpy load,
 # so what a test computes in this process matches what a stage computes: portable (the
@@ -86,6 +87,22 @@ def run_ok(
     return proc.stdout
 
 
+def clean_env() -> dict[str, str]:
+    """The environment a fresh clone's commands run in: none of this process's tracking,
+    orchestration or numerics settings, the oldest kernels pinned."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PREFECT_API", "MLFLOW_", "COREFREPRO_", "DVC_"))
+        and k not in (*PINNED, "NUMBA_CACHE_DIR")  # this process's own pin: the clone's
+        # stages must set it themselves
+    }
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["COREFREPRO_ORCHESTRATION"] = "local"
+    env.update(OLDEST_KERNELS)  # a clone must reproduce dvc.lock whatever the shell sets
+    return env
+
+
 def copy_checkout(dest: Path) -> dict[str, str]:
     """Copy the files a fresh clone would have into *dest*, commit them; return a clean env."""
     files = subprocess.run(
@@ -98,16 +115,7 @@ def copy_checkout(dest: Path) -> dict[str, str]:
         if (REPO_ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO_ROOT / name, dest / name)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PREFECT_API", "MLFLOW_", "COREFREPRO_", "DVC_"))
-        and k not in (*PINNED, "NUMBA_CACHE_DIR")  # this process's own pin: the clone's
-        # stages must set it themselves
-    }
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    env["COREFREPRO_ORCHESTRATION"] = "local"
-    env.update(OLDEST_KERNELS)  # a clone must reproduce dvc.lock whatever the shell sets
+    env = clean_env()
     for args in (
         ["git", "init", "-q"],
         ["git", "add", "-A"],
@@ -291,6 +299,27 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+# Modules whose tests work in order on one module fixture they change (a reproduced checkout,
+# a scratch cluster): under `pytest -n 2 --dist loadgroup` (.ci/run) each runs on one worker.
+ONE_WORKER_MODULES = ("tests/flows/test_pipeline.py", "tests/annotation/test_dask_cluster.py")
+
+
+class ModuleGroups(LoadScopeScheduling):
+    """xdist's scope scheduling with one unit per module of ONE_WORKER_MODULES and per test
+    elsewhere."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return module if module in ONE_WORKER_MODULES else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`: ModuleGroups. pytest-xdist's own loadgroup finds its groups
+    (xdist_group marks) by rewriting node ids, which pytest 9.2 no longer allows: it scattered
+    every group (pytest-dev/pytest-xdist#1386)."""
+    return ModuleGroups(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 def _left_out(config) -> set[str]:

@@ -37,3 +37,17 @@ def test_default_run_leaves_slow_tests_out_of_a_directory_but_not_of_a_named_fil
     assert "test_prefect_server.py::" in _collected(SLOW)
     assert "test_prefect_server.py::" in _collected("-m", "slow", "tests/flows")
     assert "test_prefect_server.py::" not in _collected("-m", "not slow", SLOW)
+
+
+def test_loadgroup_keeps_each_one_worker_module_together_and_spreads_the_rest():
+    """.ci/run's slow run: a module whose tests change one module fixture in order stays on one
+    worker (its node ids share one scope); any other test is a scope of its own."""
+    from tests.conftest import ONE_WORKER_MODULES, ModuleGroups
+
+    scheduler = object.__new__(ModuleGroups)  # _split_scope reads no scheduler state
+    for module in ONE_WORKER_MODULES:
+        assert (REPO_ROOT / module).is_file(), f"{module}: renamed? ONE_WORKER_MODULES names it"
+        scopes = {scheduler._split_scope(f"{module}::test_{i}") for i in range(3)}
+        assert scopes == {module}
+    other = "tests/flows/test_presets_smoke.py::test_every_preset[corelm]"
+    assert scheduler._split_scope(other) == other

@@ -12,10 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tasks.core import presets
-from tests.conftest import copy_checkout, run_ok
+from tests.conftest import run_ok
+from tests.flows.conftest import REPRODUCED_TIMEOUT_S
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs this module in order (tests/conftest.py ONE_WORKER_MODULES); its first
+# test may wait for the reproduction
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(REPRODUCED_TIMEOUT_S)]
 
 
 def _digests(root: Path) -> dict[str, str]:
@@ -27,18 +29,10 @@ def _digests(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def fresh_repo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A copy of the tracked files (as a fresh clone would have), with its own git and DVC state."""
-    dest = tmp_path_factory.mktemp("clone") / "repo"
-    return dest, copy_checkout(dest)
-
-
 def test_dvc_repro_twice_second_is_noop(fresh_repo):
+    """The first `dvc repro` of a fresh clone (conftest's reproduced_default, shared with
+    test_presets_smoke.py) writes every corpus table; the second reproduces nothing."""
     repo, env = fresh_repo
-    # the whole embedded default: ~10 min on 2 quiet cores, and a CI host may be busier than
-    # that (it took ~710 s of the old 900 s limit on a loaded 2-core runner)
-    run_ok([sys.executable, "-m", "dvc", "repro"], repo, env, timeout=1800)
     assert (repo / "dvc.lock").exists()
     params = __import__("yaml").safe_load((repo / "params.yaml").read_text())
     for corpus in params["corpora"]:
@@ -312,22 +306,3 @@ def test_a_training_stage_runs_as_torchrun_processes_when_nproc_is_2(fresh_repo)
     status = run_ok([sys.executable, "-m", "dvc", "status", "--json", "train_coref@baseline"],
                     repo, env)  # fmt: skip
     assert json.loads(status) == {}
-
-
-@pytest.mark.parametrize("name", presets.names())
-def test_every_preset_runs_one_batch_on_the_embedded_data(fresh_repo, name):
-    """Issue #29.7: each preset at paper scale with its smoke overlay, as a user runs it
-    (`presets run NAME --scale paper --smoke -- --temp`): a DVC experiment outside the
-    workspace whose targets train one batch for one epoch and evaluate; the workspace is
-    untouched. Paper scale: its settings hold the CPU scale's readers and options (the CPU
-    scale's smaller sizes are the embedded default's); both parse in test_presets.py."""
-    repo, env = fresh_repo
-    run_ok([sys.executable, "-m", "dvc", "repro"], repo, env)  # a no-op after the first test
-    argv = ["run", name, "--scale", "paper", "--smoke", "--", "--temp"]
-    out = run_ok([sys.executable, "-m", "tasks.core.presets", *argv], repo, env, stderr_too=True)
-    assert "Ran experiment(s): " in out
-    for target in presets.load(name).targets_for(smoke=True):
-        assert f"Running stage '{target}" in out, target
-    assert " epoch 1/1: train loss " in out  # the one epoch the overlay asks for
-    assert run_ok(["git", "status", "--porcelain"], repo, env).strip() == ""
-    assert json.loads(run_ok([sys.executable, "-m", "dvc", "status", "--json"], repo, env)) == {}
