@@ -137,19 +137,14 @@ def render_table_from_records(table: Mapping[str, Any], paper: Mapping[str, Any]
 
 def _reading_rows(table: Mapping[str, Any], model: str, record: Mapping[str, Any] | None
                   ) -> list[tuple[str, str | None]]:  # fmt: skip
-    """(label, reading) of `model`'s rows: one per reading of the table's `readings` the
-    record holds (EntityNLM's), else its one perplexity (reading None)."""
+    """(label, reading) of `model`'s rows: each reading of the table's `readings` whose metric
+    the record holds (EntityNLM's), in the table's order; else its one perplexity (None)."""
     metrics = (record or {}).get("metrics", {})
-    held = [(r["key"], r["label"]) for r in (table.get("readings") or {}).get("rows", [])
-            if r["key"] != "marginal" and ppl_metric("test", r["key"]) in metrics]  # fmt: skip
-    if not held:
+    rows = [r for r in (table.get("readings") or {}).get("rows", [])
+            if ppl_metric("test", r["key"]) in metrics]  # fmt: skip
+    if all(r["key"] == "marginal" for r in rows):  # no reading beyond the model's own figure
         return [(f"`{model}`", None)]
-    keys = [r["key"] for r in table["readings"]["rows"]]
-    shown = [*held, ("marginal", next(r["label"] for r in table["readings"]["rows"]
-                                      if r["key"] == "marginal"))]  # fmt: skip
-    return [
-        (f"`{model}` {label}", key) for key, label in sorted(shown, key=lambda r: keys.index(r[0]))
-    ]
+    return [(f"`{model}` {r['label']}", r["key"]) for r in rows]
 
 
 def render_lm_from_records(table: Mapping[str, Any], paper: Mapping[str, Any],
