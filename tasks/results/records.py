@@ -55,9 +55,10 @@ def record_id(preset: str | None, stage: str, item: str) -> str:
 
 
 # Overrides that choose what runs or where the bytes come from, never what an item computes:
-# a stage's run list (`<stage>.run.models`, `.tasks`, ...), its seed list, and the mirror (the
+# a stage's run list (`<stage>.run.models`, `.tasks`, ...), its seed list, how many of them
+# train at once (`workers`: same bytes, tests/training/test_workers.py), and the mirror (the
 # data digests in the record decide whether the data agree).
-SELECTION = re.compile(r"^[a-z_]+\.(run\.[a-z_]+|seeds)=|^download\.mirror=")
+SELECTION = re.compile(r"^[a-z_]+\.(run\.[a-z_]+|seeds|workers)=|^download\.mirror=")
 
 
 def result_settings(overrides: list[str] | None) -> list[str]:

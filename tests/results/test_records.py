@@ -78,8 +78,8 @@ def test_records_of_other_settings_do_not_merge_and_a_bad_record_is_named(worksp
 
 
 def test_lanes_with_other_run_lists_merge_but_other_model_settings_do_not():
-    """A lane runs its own models, tasks and seeds from another mirror: what it selects is no
-    setting of the item, so its seed merges; a changed model setting is named and refused."""
+    """A lane runs its own models, tasks and seeds (several at once) from another mirror: what
+    it selects is no setting of the item, so its seed merges; a changed model setting is named and refused."""
     base = {"id": "a", "metrics": {}, "data": {}, "epochs": {}, "wall_time_s": {},
             "mlflow_run_ids": {}, "commit": "c", "numerics": "native", "device": "cpu",
             "cpu": "x"}  # fmt: skip
@@ -87,7 +87,8 @@ def test_lanes_with_other_run_lists_merge_but_other_model_settings_do_not():
     old = {**base, "overrides": [*shared, 'train_mage.run.models=["ga"]', "train_mage.seeds=[1]",
                                  'download.mirror="/a"']}  # fmt: skip
     new = {**base, "overrides": [*shared, 'train_mage.run.models=["ga", "b"]',
-                                 'train_mage.run.tasks=["qa2"]', "train_mage.seeds=[3]"]}  # fmt: skip
+                                 'train_mage.run.tasks=["qa2"]', "train_mage.seeds=[3]",
+                                 "train_mage.workers=2"]}  # fmt: skip
     assert merge(old, new)["overrides"] == new["overrides"]
     with pytest.raises(CorefreproError, match=r"differing: \['train_mage.train.epochs=100', "
                                               r"'train_mage.train.epochs=50'\]"):  # fmt: skip
