@@ -154,12 +154,17 @@ def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]
         raise CorefreproError(f"{folder}: no seed<k>/metrics.json: train the item first")
     out = {}
     for path in seeds:
-        metrics = json.loads(path.read_text())
-        timings = storage.timings_path(path)
-        if timings.is_file():
-            metrics.update(json.loads(timings.read_text()))
+        metrics = {**json.loads(path.read_text()), "wall_time_s": wall_time(path)}
         out[path.parent.name.removeprefix("seed")] = metrics
     return out
+
+
+def wall_time(path: Path) -> float | None:
+    """`path`'s wall time from its logs/timings/ file (None: none written). That figure alone:
+    the timings nest as the metrics do (EntityNLM's dev.is_time_s), so merging the file into
+    the metrics would replace their dev and test sections."""
+    timings = storage.timings_path(path)
+    return json.loads(timings.read_text()).get("wall_time_s") if timings.is_file() else None
 
 
 def _seedless_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
@@ -173,11 +178,7 @@ def _seedless_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, 
     selected = metrics.get("selected")
     if not isinstance(selected, dict) or not selected:
         raise CorefreproError(f"{path}: no `selected` figures (the 5-gram's dev/test scores)")
-    out: dict[str, Any] = {**selected, "device": "cpu"}
-    timings = storage.timings_path(path)
-    if timings.is_file():
-        out["wall_time_s"] = json.loads(timings.read_text()).get("wall_time_s")
-    return {"1": out}
+    return {"1": {**selected, "device": "cpu", "wall_time_s": wall_time(path)}}
 
 
 def prediction_row(root: Path, item: str) -> tuple[str, str, dict[str, Any]]:

@@ -232,6 +232,22 @@ def test_table_1_records_carry_each_entitynlm_reading_and_the_rnnlm_its_perplexi
     assert rnn["dev_ppl"]["split_size"] == 800 and rnn["test_ppl"]["better"] == "lower"
 
 
+def test_a_seeds_nested_timings_leave_its_figures_and_give_its_wall_time(workspace):
+    """logs/timings/ nests a seed's timing keys as its metrics.json does (EntityNLM's
+    dev.is_time_s): the record takes the wall time from it and every figure from the metrics."""
+    folder = workspace / "artifacts/train_entitynlm/rnnlm/seed1"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(
+        {"dev": {"ppl": 130.0, "tokens": 800}, "test": {"ppl": 145.0, "tokens": 900}}))  # fmt: skip
+    timings = workspace / "logs/timings/artifacts/train_entitynlm/rnnlm/seed1/metrics.json"
+    timings.parent.mkdir(parents=True)
+    timings.write_text(json.dumps({"wall_time_s": 61.5, "dev": {"is_time_s": 2.0}}))
+    record = record_cli.build("train_entitynlm", "rnnlm", preset="entitynlm-lm", scale=None,
+                              table="Table 1", row="RNNLM", data=[], root=workspace)  # fmt: skip
+    assert record["metrics"]["dev_ppl"]["per_seed"] == {"1": 130.0}
+    assert record["wall_time_s"] == {"1": 61.5}
+
+
 # --------------------------------------------------------------------------- the seedless 5-gram
 
 
