@@ -55,9 +55,12 @@ def record_id(preset: str | None, stage: str, item: str) -> str:
 
 
 # Overrides that choose what runs or where the bytes come from, never what an item computes:
-# a stage's run list (`<stage>.run.models`, `.tasks`, ...), its seed list, and the mirror (the
-# data digests in the record decide whether the data agree).
-SELECTION = re.compile(r"^[a-z_]+\.(run\.[a-z_]+|seeds)=|^download\.mirror=")
+# a stage's run list (`<stage>.run.models`, `.tasks`, ...; train_corelm's `models`), its seed
+# list (train_corelm's one `train.seed`, the record's seed), and the mirror (the data digests
+# in the record decide whether the data agree).
+SELECTION = re.compile(
+    r"^[a-z_]+\.(run\.[a-z_]+|seeds)=|^train_corelm\.(models|train\.seed)=|^download\.mirror="
+)
 
 
 def result_settings(overrides: list[str] | None) -> list[str]:
@@ -94,6 +97,8 @@ def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, An
                                                better=base["better"])  # fmt: skip
     for key in ("epochs", "wall_time_s", "mlflow_run_ids"):
         merged[key] = dict(sorted({**old[key], **new[key]}.items(), key=lambda kv: int(kv[0])))
+    merged.pop("curve", None)
+    merged.update(merged_curves(old, new))
     if old.get("data") != new.get("data"):
         raise CorefreproError(f"record {new.get('id')}: the recorded seeds read other data "
                               f"({old.get('data')} recorded, {new.get('data')} now)")  # fmt: skip
@@ -105,8 +110,19 @@ def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, An
 SEED_FACTS = {"commit": ", ", "numerics": "; ", "device": ", ", "cpu": "; "}
 
 
+def merged_curves(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """{"curve": seed -> its learning curve} of `new` over `old`, or {} where no seed has one: a
+    seed recorded again brings its own curve or none (its old one was another run's), the
+    other seeds' curves stay."""
+    again = set(new["wall_time_s"])
+    curves = {s: c for s, c in (old.get("curve") or {}).items() if s not in again}
+    curves.update(new.get("curve") or {})
+    return {"curve": dict(sorted(curves.items(), key=lambda kv: int(kv[0])))} if curves else {}
+
+
 def new_record(**fields: Any) -> dict[str, Any]:
-    """A record of `fields` (every RECORD_FIELDS one but version), checked."""
+    """A record of `fields` (every RECORD_FIELDS one but version, any RECORD_OPTIONAL_FIELDS
+    one), checked."""
     record = {"version": RECORD_VERSION, **fields}
     problems = record_problems(record)
     if problems:
