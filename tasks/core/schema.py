@@ -215,15 +215,19 @@ RECORD_FIELDS = {  # field -> its JSON type(s); every field required
 RECORD_METRIC_FIELDS = {"per_seed": dict, "mean": (float, int, type(None)),
                         "sd": (float, int, type(None)), "n": int, "split": str,
                         "split_size": (int, type(None)), "unit": str, "better": str}  # fmt: skip
+# Optional fields: a record written before one existed stays valid. curve: seed -> its learning
+# curve as the stage wrote it (train_corelm's eval.curve_docs: {points: [{step, ...}], ...})
+RECORD_OPTIONAL_FIELDS = {"curve": dict}
 
 
 def record_problems(record: object) -> list[str]:
     """What makes `record` no valid results record (empty: valid)."""
     if not isinstance(record, dict):
         return ["a record is a JSON object"]
+    known = {**RECORD_FIELDS, **RECORD_OPTIONAL_FIELDS}
     problems = [f"missing field {k!r}" for k in RECORD_FIELDS if k not in record]
-    problems += [f"unknown field {k!r}" for k in record if k not in RECORD_FIELDS]
-    for key, kind in RECORD_FIELDS.items():
+    problems += [f"unknown field {k!r}" for k in record if k not in known]
+    for key, kind in known.items():
         if key in record and not isinstance(record[key], kind):
             problems.append(f"{key}: {type(record[key]).__name__}, expected {kind}")
     if record.get("source") not in RECORD_SOURCES:
@@ -239,4 +243,20 @@ def record_problems(record: object) -> list[str]:
                 problems.append(f"metrics.{name}.{key}: {type(metric[key]).__name__}")
         if metric.get("better") not in ("lower", "higher"):
             problems.append(f"metrics.{name}.better: expected 'lower' or 'higher'")
+    curves = record.get("curve")
+    for seed, curve in curves.items() if isinstance(curves, dict) else ():
+        if not str(seed).isdigit():
+            problems.append(f"curve.{seed}: a seed is a number")
+        problems += curve_problems(curve, f"curve.{seed}")
     return problems
+
+
+def curve_problems(curve: object, where: str = "curve") -> list[str]:
+    """What makes one seed's learning curve unfit for a record (empty: fit): its points are
+    what a reader plots, each at its optimizer step; the rest is kept as the stage wrote it."""
+    points = curve.get("points") if isinstance(curve, dict) else None
+    if not isinstance(points, list) or not points:
+        return [f"{where}: expected an object with a non-empty list `points`"]
+    return [f"{where}.points[{i}]: expected an object with an integer `step`"
+            for i, point in enumerate(points)
+            if not isinstance(point, dict) or type(point.get("step")) is not int]  # fmt: skip

@@ -29,11 +29,11 @@ import yaml
 
 from tasks.core.config import resolve_path
 from tasks.report.common import Measured, Section
+from tasks.results.records import CBT
 
 DASH = "—"
 ROWS = {"zeroshot": "backbone zero-shot", "ft": "backbone FT", "corelm": "CoreLM",
         "corelm+coref": "CoreLM + coreference"}  # fmt: skip
-CBT = {"cbt_cn": "CN", "cbt_ne": "NE", "cbt_v": "V", "cbt_p": "P"}
 
 
 def load(metrics_dir: str | Path = "metrics/train_corelm") -> dict[str, dict]:

@@ -44,6 +44,10 @@ def stated_metric_entry(mean: float, sd: float | None, n: int, *, split: str,
             "split_size": split_size, "unit": unit, "better": better}  # fmt: skip
 
 
+# a record's CBT figure (`<column>_accuracy`) -> the CBT question type it scores (Hill et al.)
+CBT = {"cbt_cn": "CN", "cbt_ne": "NE", "cbt_v": "V", "cbt_p": "P"}
+
+
 def ppl_metric(split: str, reading: str | None = None) -> str:
     """A perplexity's metric name in a record: `test_ppl` for the model's own (for EntityNLM
     the marginal, Eq. 11), `test_ppl_words_is` for EntityNLM's reading `words_is` of §5.1."""
@@ -55,10 +59,14 @@ def record_id(preset: str | None, stage: str, item: str) -> str:
 
 
 # Overrides that choose what runs or where the bytes come from, never what an item computes:
-# a stage's run list (`<stage>.run.models`, `.tasks`, ...), its seed list, how many of them
-# train at once (`workers`: same bytes, tests/training/test_workers.py), and the mirror (the
-# data digests in the record decide whether the data agree).
-SELECTION = re.compile(r"^[a-z_]+\.(run\.[a-z_]+|seeds|workers)=|^download\.mirror=")
+# a stage's run list (`<stage>.run.models`, `.tasks`, ...; train_corelm's `models`), its seed
+# list (train_corelm's one `train.seed`, the record's seed), how many seeds train at once
+# (`workers`: same bytes, tests/training/test_workers.py), and the mirror (the data digests in
+# the record decide whether the data agree).
+SELECTION = re.compile(
+    r"^[a-z_]+\.(run\.[a-z_]+|seeds|workers)=|^train_corelm\.(models|train\.seed)="
+    r"|^download\.mirror="
+)
 
 
 def result_settings(overrides: list[str] | None) -> list[str]:
@@ -95,6 +103,8 @@ def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, An
                                                better=base["better"])  # fmt: skip
     for key in ("epochs", "wall_time_s", "mlflow_run_ids"):
         merged[key] = dict(sorted({**old[key], **new[key]}.items(), key=lambda kv: int(kv[0])))
+    merged.pop("curve", None)
+    merged.update(merged_curves(old, new))
     if old.get("data") != new.get("data"):
         raise CorefreproError(f"record {new.get('id')}: the recorded seeds read other data "
                               f"({old.get('data')} recorded, {new.get('data')} now)")  # fmt: skip
@@ -106,8 +116,19 @@ def merge(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, An
 SEED_FACTS = {"commit": ", ", "numerics": "; ", "device": ", ", "cpu": "; "}
 
 
+def merged_curves(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """{"curve": seed -> its learning curve} of `new` over `old`, or {} where no seed has one: a
+    seed recorded again brings its own curve or none (its old one was another run's), the
+    other seeds' curves stay."""
+    again = set(new["wall_time_s"])
+    curves = {s: c for s, c in (old.get("curve") or {}).items() if s not in again}
+    curves.update(new.get("curve") or {})
+    return {"curve": dict(sorted(curves.items(), key=lambda kv: int(kv[0])))} if curves else {}
+
+
 def new_record(**fields: Any) -> dict[str, Any]:
-    """A record of `fields` (every RECORD_FIELDS one but version), checked."""
+    """A record of `fields` (every RECORD_FIELDS one but version, any RECORD_OPTIONAL_FIELDS
+    one), checked."""
     record = {"version": RECORD_VERSION, **fields}
     problems = record_problems(record)
     if problems:
