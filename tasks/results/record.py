@@ -49,7 +49,6 @@ from tasks.core.errors import CorefreproError
 from tasks.core.schema import record_problems
 from tasks.core.tracking import git_sha
 from tasks.results.records import (
-    CBT,
     merge,
     metric_entry,
     new_record,
