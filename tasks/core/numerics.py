@@ -15,8 +15,7 @@ since Haswell, AMD since Zen) has, overriding whatever the user's shell says:
 | --- | --- | --- | --- |
 | ATen (torch CPU ops) | ATEN_CPU_CAPABILITY | avx2 | one compiled kernel per level, vendor-neutral code |
 | oneDNN (torch's LSTM, conv) | torch.backends.mkldnn.enabled | off (torch's own kernels on MKL's gemm) | none needed; ONEDNN_MAX_CPU_ISA stays capped at AVX2 for any library that calls it anyway |
-| torch's matrix products (mm, bmm, mv, dot, addmm, baddbmm, addmv) | aten kernels replaced (tasks/core/portable_gemm.py) | numpy's OpenBLAS, Haswell kernels | one kernel set for every host (MKL's AVX2 branch gave other bits on Intel than on AMD; issue #57.2) |
-| MKL (what torch still sends it: convolutions, fused attention) | MKL_CBWR | COMPATIBLE | Intel's CNR: the same results on Intel and compatible CPUs (the AVX2 branch promises it on Intel CPUs only) |
+| MKL (torch matmul) | MKL_CBWR | COMPATIBLE | Intel's CNR: the same results on Intel and compatible CPUs (the AVX2 branch promises it on Intel CPUs only) |
 | OpenBLAS (numpy matmul) | OPENBLAS_CORETYPE | Haswell | one kernel set for every host |
 | numpy's own SIMD loops | NPY_DISABLE_CPU_FEATURES | no AVX-512 groups | its AVX2 loops (exp, log, power differ from the AVX-512 ones) |
 | numba (EntityNLM draws) | NUMBA_CPU_NAME/FEATURES | haswell, its own features | no 512-bit vectors in fastmath reductions |
@@ -255,13 +254,10 @@ _LIBRARIES: list[Any] = []  # the torch.library registrations, kept alive
 
 def portable_torch(torch: Any) -> None:
     """What a pinned process sets in torch once it is loaded: oneDNN off (torch's own
-    convolution and LSTM kernels: see the module docstring), the exact kernels and the
-    matrix products through numpy's pinned OpenBLAS (tasks/core/portable_gemm.py). Idempotent."""
-    from tasks.core import portable_gemm
-
+    convolution and LSTM kernels, on MKL's gemm: see the module docstring) and the exact
+    kernels. Idempotent."""
     torch.backends.mkldnn.enabled = False
     exact_kernels(torch)
-    portable_gemm.install(torch)
 
 
 def exact_kernels(torch: Any) -> None:
@@ -412,7 +408,7 @@ def describe() -> str:
     if mode() == "native":
         return "native"
     return (
-        f"portable (ATen {PINNED['ATEN_CPU_CAPABILITY']}, oneDNN off, GEMM numpy, MKL "
+        f"portable (ATen {PINNED['ATEN_CPU_CAPABILITY']}, oneDNN off, MKL "
         f"{PINNED['MKL_CBWR']}, OpenBLAS "
         f"{PINNED['OPENBLAS_CORETYPE']}, numba {PINNED['NUMBA_CPU_NAME']}, threads "
         f"{PINNED['OMP_NUM_THREADS']}, exact {'/'.join(EXACT_KERNELS)})"

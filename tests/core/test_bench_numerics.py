@@ -10,9 +10,8 @@ alike; the median step of each process, then the median over rounds. Printed as 
 native (above 1: pinning is slower); then, per mode, the step's FLOP/s (torch.utils.flop_counter:
 matrix products and convolutions, forward and backward) ÷ the limit (each of the step's matrix
 products timed alone at its shape, tests/core/numerics_bench_probe.py `matmul_limit`), times in
-CPU seconds. Never asserted. Before issue #57.2 most of the cost was MKL's COMPATIBLE branch
-(MKL_CBWR); the pinned matrix products are now numpy's (tasks/core/portable_gemm.py), and what
-is left is oneDNN off (EntityNLM's step-at-a-time LSTMs) and the ops MKL still serves.
+CPU seconds. Never asserted. Most of the cost is MKL's COMPATIBLE branch (MKL_CBWR), and for
+EntityNLM oneDNN off (its step-at-a-time LSTMs); docs/experiments/numerics.md 2026-12-08.
 """
 
 from __future__ import annotations
