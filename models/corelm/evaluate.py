@@ -7,7 +7,8 @@ their mentions' hidden states, models/corelm/lm.py). On the held-out part of the
 corpora "+coref" uses the corpora's own entities: that is the paper's GUMBY cell ("evaluated
 on GUMBY, using the created entity representations", §4), which tasks/report/corelm.py puts in
 the CoreLM row. Benchmarks whose corpus is absent are skipped (null). Per-item LAMBADA / CBT
-correctness goes to <out>/items.json for paired t-tests.
+correctness goes to <out>/items.json for paired t-tests; what each benchmark was scored on
+(corpus, split, size) to the metrics' "eval_splits" (eval_splits).
 
 CBT + coreference (eval.cbt_coref_run, an annotate run of the cbt corpus): App. B annotates
 "the document as if the candidate was the answer in the cloze test" -- a coreference run per
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -213,6 +215,7 @@ class CBTQuestion:
     context_words: list[str]  # the context sentences' words, as ClozeItem joins them
     context_index: list[int]  # their positions in the document (the view's word positions)
     query: list[str]  # the question's words, one of them XXXXX
+    split: str  # the split of its question file (tasks/corpora/cbt.py: valid = dev, test)
 
 
 def cbt_questions(ev, where: EvalData) -> dict[str, list[CBTQuestion]]:
@@ -235,7 +238,7 @@ def cbt_questions(ev, where: EvalData) -> dict[str, list[CBTQuestion]]:
         words = [d["tokens"][i] for i in index]
         item = ClozeItem(sentences, " ".join(it["query"]), list(it["candidates"]), it["answer"])
         by_task.setdefault(it["task"], []).append(
-            CBTQuestion(item, it["doc_id"], words, index, list(it["query"]))
+            CBTQuestion(item, it["doc_id"], words, index, list(it["query"]), it["split"])
         )
     return {t: v[: ev.cbt_max_items or None] for t, v in sorted(by_task.items())}
 
@@ -262,10 +265,14 @@ def annotate_cbt(lm: CoreLMScorer, questions: list[CBTQuestion], coref: dict[str
     return n
 
 
-def cbt_eval(lms, ev, where: EvalData, items_out: dict) -> dict[str, Any]:
+def cbt_eval(lms, ev, where: EvalData, items_out: dict,
+             by_task: dict[str, list[CBTQuestion]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """CBT accuracy per scorer and question type (by_task: cbt_questions', read here if not
+    given)."""
     out = {}
     coref = _coref_run(where.cbt_coref, ev.cbt_coref_run, "cbt_coref_run")
-    for task, questions in cbt_questions(ev, where).items():
+    by_task = cbt_questions(ev, where) if by_task is None else by_task
+    for task, questions in by_task.items():
         items = [q.item for q in questions]
         for name, lm in lms.items():
             if "+coref" in name:
@@ -291,17 +298,54 @@ def _brief(result: dict) -> str:
                      for name, v in result.items())  # fmt: skip
 
 
+def eval_splits(ev, data_names: Sequence[str], results: Mapping[str, Any],
+                cbt_by_task: Mapping[str, Sequence[CBTQuestion]]) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """The metrics' "eval_splits": for each benchmark that gave figures, what they were scored
+    on -- its corpus, its split and its size, the texts or questions every scorer of the model
+    scored (`unit`; CBT: per question type) -- so that a results record reads them from the
+    metrics file alone (tasks/results/record.py). CBT scores every question its corpus holds
+    (normalize.cbt.question_splits' files): its split names theirs, joined by +."""
+
+    def first(key: str) -> dict[str, Any]:
+        return next(iter(results[key].values()))
+
+    out: dict[str, dict[str, Any]] = {}
+    if results.get("heldout"):
+        out["heldout"] = {"corpus": "+".join(data_names), "split": ev.heldout_split,
+                          "size": first("heldout")["n_texts"], "unit": "documents",
+                          "words": first("heldout")["n_words"]}  # fmt: skip
+    for key in ("wikitext2", "wikitext103"):
+        if results.get(key):
+            out[key] = {"corpus": getattr(ev, key), "split": getattr(ev, f"{key}_split"),
+                        "size": first(key)["n_texts"], "unit": "articles",
+                        "words": first(key)["n_words"]}  # fmt: skip
+    if results.get("lambada"):
+        out["lambada"] = {"corpus": ev.lambada, "split": ev.lambada_split,
+                          "task": lambada_task(ev), "size": first("lambada")["n"],
+                          "unit": "passages"}  # fmt: skip
+    if results.get("cbt"):
+        scored = {k.split("/")[-1] for k in results["cbt"]}
+        splits = {q.split for task in scored for q in cbt_by_task[task]}
+        out["cbt"] = {"corpus": ev.cbt, "split": "+".join(sorted(splits)),
+                      "size": {t: len(cbt_by_task[t]) for t in sorted(scored)},
+                      "unit": "questions"}  # fmt: skip
+    return out
+
+
 def evaluate_all(model_name, model, backbone, data, ev, where: EvalData, device, out_dir: Path
                  ) -> dict[str, Any]:  # fmt: skip
+    """Every benchmark the settings name and `where` holds, scored by every scorer of the
+    model; with what each was scored on (eval_splits)."""
     lms = scorers(model_name, model, backbone, ev, device)
     items: dict[str, list[bool]] = {}
+    cbt_by_task = cbt_questions(ev, where)
     results: dict[str, Any] = {
         "perplexity_unit": "token = the backbone's subword tokens; word = whitespace words "
         "(WikiText: the original tokens, the text scored detokenized as the harness's wikitext)"
     }
     steps = {"heldout": lambda: heldout(lms, data, ev), "wikitext2": lambda: wikitext2(lms, ev, where),
              "wikitext103": lambda: wikitext103(lms, ev, where),
-             "lambada": lambda: lambada_eval(lms, ev, where, items), "cbt": lambda: cbt_eval(lms, ev, where, items)}  # fmt: skip
+             "lambada": lambda: lambada_eval(lms, ev, where, items), "cbt": lambda: cbt_eval(lms, ev, where, items, cbt_by_task)}  # fmt: skip
     with torch.no_grad():
         for key, run in steps.items():
             t0 = time.perf_counter()
@@ -309,8 +353,10 @@ def evaluate_all(model_name, model, backbone, data, ev, where: EvalData, device,
             if results[key]:
                 log.info("%s %s: %s (%.0f s)", model_name, key, _brief(results[key]),
                          time.perf_counter() - t0)  # fmt: skip
+    results["eval_splits"] = eval_splits(ev, data.names, results, cbt_by_task)
     write_json(Path(out_dir) / "items.json", items)
     return results
 
 
-__all__ = ["EvalData", "annotate_cbt", "cbt_items", "cbt_questions", "evaluate_all", "scorers"]
+__all__ = ["EvalData", "annotate_cbt", "cbt_items", "cbt_questions", "eval_splits",
+           "evaluate_all", "scorers"]  # fmt: skip

@@ -597,7 +597,8 @@ def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating
     """One model of Tables 1-2 (item: zeroshot | ft | corelm) on the backbone `backbone_name`
     and the windows of `corpus`: train it (unless zeroshot), save the standalone artifact,
     evaluate every available benchmark (eval_data: evaluate.EvalData, where they are); its
-    metrics."""
+    metrics, with the training seed (`seed`) and what each benchmark was scored on
+    (`eval_splits`, evaluate.eval_splits), all a results record reads."""
     from models.corelm import evaluate as ev
 
     check_model(item)
@@ -618,6 +619,7 @@ def train_and_evaluate(item: str, backbone: Backbone, corpus: CoreLMData, gating
         "backbone": backbone_name,
         "mode": train.mode if item != "zeroshot" else "none",
         "data": corpus.names,
+        "seed": train.seed,  # train.seed: the record's seed (no seed<k>/ folder)
         "selection_split": "dev",  # the best epoch is chosen on dev (CoreLMRecipe.evaluate)
         "heldout_split": evaluation.heldout_split,
         "gating": settings_to_dict(gating) if item == "corelm" else None,

@@ -19,6 +19,16 @@ A transcribed record (source "transcribed, no run", tasks/results/transcribe.py)
 id never merges with a run's: `--replace-transcribed` replaces it whole with the run's record
 (a run record is never replaced: the seeds merge as above, or the settings differ).
 
+CoreLM (Tables 1-2, `train_corelm zeroshot|ft|corelm`) trains one seed per model, no seed
+folder: its record reads metrics/train_corelm/<model>.json alone, under the training seed
+the stage wrote there (`seed`, train_corelm.train.seed: a run per seed, each recorded,
+merge); its held-out, WikiText, LAMBADA and CBT figures (_corelm_specs) on the split and
+size the stage wrote beside them (`eval_splits`), and the learning curve it wrote there
+(train_corelm.eval.curve_docs) into the record's optional `curve`, seed by seed.
+
+    python -m tasks.results.record train_corelm corelm --preset corelm --scale cpu \
+        --table "Table 1" --row CoreLM
+
 Entity prediction (Table 3): one row per record, from metrics/entity_prediction/<corpus>.json
 
     python -m tasks.results.record entity_prediction inscript-entitynlm \
@@ -32,6 +42,7 @@ entity_prediction.entitynlm.checkpoint .../seed<k>/best.pt): the seeds merge int
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -46,9 +57,10 @@ import yaml
 from tasks.core import storage
 from tasks.core.config import REPO_ROOT, resolve_path
 from tasks.core.errors import CorefreproError
-from tasks.core.schema import record_problems
+from tasks.core.schema import curve_problems, record_problems
 from tasks.core.tracking import git_sha
 from tasks.results.records import (
+    CBT,
     merge,
     metric_entry,
     new_record,
@@ -71,10 +83,15 @@ class MetricSpec:
     better: str
     split: str
     size_key: str | None
+    requires: str | None = None  # a dotted path the seed must hold for the figure to exist
 
 
 def _pct(name, key, better, split, size_key):
     return MetricSpec(name, key, 100.0, "%", better, split, size_key)
+
+
+def _ppl(name, key, split, size_key):
+    return MetricSpec(name, key, 1.0, "ppl", "lower", split, size_key)
 
 
 STAGE_METRICS = {
@@ -116,11 +133,51 @@ STAGE_METRICS["train_entitynlm"] = [
                1.0, "ppl", "lower", split, f"{split}.tokens")
     for name in (None, *_PPL) for split in ("dev", "test")
 ]  # fmt: skip
+
+
+def _corelm_specs() -> list[MetricSpec]:
+    """train_corelm's figures as templates: {item} is the model (its scorer; `{item}+coref`:
+    CoreLM with entities), {heldout}, {wikitext2}, {wikitext103}, {lambada}, {cbt} the split
+    each was scored on and `eval_splits.<benchmark>.size` its size, as the stage wrote them
+    (models/corelm/evaluate.py eval_splits; stage_specs fills them). Held-out: the report's
+    cell (CoreLM with the fine-tuning data's entities, tasks/report/corelm.py), CoreLM's
+    figure without them beside it; `_coref`: CoreLM given an annotate run's entities
+    (eval.lambada_coref_run, cbt_coref_run). A size counts the texts scored (documents,
+    articles, passages) or, for CBT, the questions of the type."""
+    own = "heldout.{item}"
+    size = "eval_splits.{}.size"
+    specs = [
+        _ppl(ppl_metric("{heldout}"), f"{own}+coref.word_perplexity|{own}.word_perplexity",
+             "{heldout}", size.format("heldout")),
+        dataclasses.replace(_ppl(ppl_metric("{heldout}", "no_entities"), f"{own}.word_perplexity",
+                                 "{heldout}", size.format("heldout")), requires=f"{own}+coref"),
+        *(_ppl(f"{wt}_ppl", f"{wt}.{{item}}.word_perplexity", f"{{{wt}}}", size.format(wt))
+          for wt in ("wikitext2", "wikitext103")),
+    ]  # fmt: skip
+    for scorer, suffix in (("{item}", ""), ("{item}+coref", "_coref")):
+        full, last = f"lambada.{scorer}/full_word", f"lambada.{scorer}/last_token"
+        specs += [_ppl(f"lambada_ppl{suffix}", f"{full}.perplexity", "{lambada}",
+                       size.format("lambada")),
+                  _pct(f"lambada_accuracy{suffix}", f"{full}.accuracy", "higher", "{lambada}",
+                       size.format("lambada")),
+                  _pct(f"lambada_last_token_accuracy{suffix}", f"{last}.accuracy", "higher",
+                       "{lambada}", size.format("lambada"))]  # fmt: skip
+        specs += [_pct(f"{column}_accuracy{suffix}", f"cbt.{scorer}/{task}.accuracy", "higher",
+                       "{cbt}", f"{size.format('cbt')}.{task}") for column, task in CBT.items()]  # fmt: skip
+    return specs
+
+
+STAGE_METRICS["train_corelm"] = _corelm_specs()
+# the benchmarks a train_corelm spec names a split of (stage_specs)
+CORELM_BENCHMARKS = ("heldout", "wikitext2", "wikitext103", "lambada", "cbt")
+# stages whose figures are what was evaluated: a figure no seed has is left out of the record
+SPARSE = {"train_entitynlm", "train_corelm"}
 PAPERS = {"train_mage": "Dhingra et al. 2018 (MAGE-GRU)",
           "train_coref": "Luo & Glass 2018 (cross-sentence coreference)",
           "graphs_ablation": "beyond the papers (corrupted coreference)",
           "entity_prediction": "Ji et al. 2017 (EntityNLM)",
-          "train_entitynlm": "Ji et al. 2017 (EntityNLM)"}  # fmt: skip
+          "train_entitynlm": "Ji et al. 2017 (EntityNLM)",
+          "train_corelm": "Stylianou & Vlahavas 2021 (CoreLM)"}  # fmt: skip
 
 
 def _at(obj: Any, dotted: str) -> Any:
@@ -148,6 +205,8 @@ def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]
         return _prediction_metrics(root, item)
     if (stage, item) in SEEDLESS:
         return _seedless_metrics(root, stage, item)
+    if stage == "train_corelm":
+        return _corelm_metrics(root, item)
     folder = root / "artifacts" / stage / item
     seeds = sorted(folder.glob("seed*/metrics.json")) if folder.is_dir() else []
     if not seeds:
@@ -172,13 +231,70 @@ def _seedless_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, 
     (models/entitynlm/ngram.py train_ngram: `selected.<split>` = {ppl, tokens, ...}), its
     wall time from its timings file where one was written."""
     path = root / "metrics" / stage / f"{item}.json"
-    if not path.is_file():
-        raise CorefreproError(f"{path}: missing: run `dvc repro {stage}@{item}` first")
-    metrics = json.loads(path.read_text())
+    metrics = read_metrics(path, f"run `dvc repro {stage}@{item}` first")
     selected = metrics.get("selected")
     if not isinstance(selected, dict) or not selected:
         raise CorefreproError(f"{path}: no `selected` figures (the 5-gram's dev/test scores)")
     return {"1": {**selected, "device": "cpu", "wall_time_s": wall_time(path)}}
+
+
+def read_metrics(path: Path, missing: str) -> dict[str, Any]:
+    """A stage's metrics file: an error naming it where it is absent (`missing`: how to make
+    it), no JSON, or no object, never a traceback from deep in the record's build."""
+    if not path.is_file():
+        raise CorefreproError(f"{path}: missing: {missing}")
+    try:
+        metrics = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CorefreproError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    if not isinstance(metrics, dict):
+        raise CorefreproError(f"{path}: not a JSON object (a stage's metrics file)")
+    return metrics
+
+
+def _corelm_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
+    """{seed: the model's metrics}: train_corelm trains one seed per model with no seed
+    folder; metrics/train_corelm/<model>.json (models/corelm/train.py train_and_evaluate)
+    states it all -- the training seed (`seed`), what each benchmark was scored on
+    (`eval_splits`) and the learning curve (`curve`, checked here so that a bad one names the
+    file) -- and nothing is read from params.yaml or the model's code."""
+    path = root / "metrics" / "train_corelm" / f"{item}.json"
+    rerun = f"run `dvc repro train_corelm@{item}`"
+    metrics = read_metrics(path, f"{rerun} first")
+    if metrics.get("model") != item:
+        raise CorefreproError(f"{path}: model {metrics.get('model')!r}, expected {item!r}")
+    seed, splits = metrics.get("seed"), metrics.get("eval_splits")
+    if type(seed) is not int or not isinstance(splits, dict):
+        raise CorefreproError(f"{path}: no integer `seed` and `eval_splits` object (the training "
+                              f"seed, what each figure was scored on): {rerun} again")  # fmt: skip
+    problems = curve_problems(metrics["curve"]) if "curve" in metrics else []
+    if problems:
+        raise CorefreproError(f"{path}: {'; '.join(problems)}")
+    training = metrics.get("training") or {}
+    return {str(seed): {**metrics, "best_epoch": training.get("best_epoch"),
+                        "epochs_run": training.get("epochs"), "wall_time_s": wall_time(path)}}  # fmt: skip
+
+
+def stage_specs(stage: str, item: str, seeds: dict[str, dict[str, Any]]) -> list[MetricSpec]:
+    """The stage's metric specs; train_corelm's templates filled in for the item and the
+    splits its metrics state (a benchmark not scored: its figures are absent, left out)."""
+    if stage != "train_corelm":
+        return STAGE_METRICS[stage]
+    splits = next(iter(seeds.values()))["eval_splits"]
+    fill = {"item": item, **{b: str((splits.get(b) or {}).get("split", "unscored"))
+                             for b in CORELM_BENCHMARKS}}  # fmt: skip
+    fields = ("name", "key", "split", "requires")
+    return [dataclasses.replace(spec, **{f: getattr(spec, f).format(**fill) for f in fields
+                                         if getattr(spec, f) is not None})
+            for spec in STAGE_METRICS[stage]]  # fmt: skip
+
+
+def _value(metrics: dict[str, Any], spec: MetricSpec) -> float | None:
+    """The spec's figure in one seed's metrics, scaled (None: absent, or spec.requires is)."""
+    if spec.requires and _at(metrics, spec.requires) is None:
+        return None
+    value = _at(metrics, spec.key)
+    return None if value is None else round(value * spec.scale, 4)
 
 
 def prediction_row(root: Path, item: str) -> tuple[str, str, dict[str, Any]]:
@@ -244,10 +360,9 @@ def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
     from tasks.graphs.runs import ablation_entry, graph_settings
 
     path = root / "metrics" / "graphs" / f"{item}.json"
-    if not path.is_file():
-        raise CorefreproError(f"{path}: missing: run `dvc repro graphs_ablation@{item}` first")
+    metrics = read_metrics(path, f"run `dvc repro graphs_ablation@{item}` first")
     entry = ablation_entry(graph_settings(), item)
-    return {str(entry.corrupt_seed): json.loads(path.read_text())}
+    return {str(entry.corrupt_seed): metrics}
 
 
 def overrides(root: Path, stage: str | None = None) -> list[str]:
@@ -326,13 +441,12 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
                               f"{sorted(STAGE_METRICS)} (tasks/results/record.py)")  # fmt: skip
     seeds = seed_metrics(root, stage, item)
     metrics = {}
-    for spec in STAGE_METRICS[stage]:
+    for spec in stage_specs(stage, item, seeds):
         if stage == "entity_prediction":
             metrics.update(_prediction_entry(spec, seeds))
             continue
-        values = {s: (None if _at(m, spec.key) is None else round(_at(m, spec.key) * spec.scale, 4))
-                  for s, m in seeds.items()}  # fmt: skip
-        if stage == "train_entitynlm" and all(v is None for v in values.values()):
+        values = {s: _value(m, spec) for s, m in seeds.items()}
+        if stage in SPARSE and all(v is None for v in values.values()):
             continue
         sizes = {_at(m, spec.size_key) for m in seeds.values()} if spec.size_key else {None}
         shape = {"split": spec.split, "split_size": sizes.pop() if len(sizes) == 1 else None,
@@ -354,6 +468,7 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         runs = mlflow_runs(stage, item, list(seeds))
     commits = sorted({r["git_sha"] for r in runs.values()}) or [git_sha(root)]
     numerics = sorted({r["numerics"] for r in runs.values()}) or ["unknown"]
+    curves = {s: m["curve"] for s, m in seeds.items() if m.get("curve")}  # train_corelm's
     return new_record(
         id=record_id(preset, stage, item), paper=PAPERS.get(stage, stage), table=table, row=row,
         source="run", stage=stage, item=item, preset=preset, scale=scale,
@@ -367,6 +482,7 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
         wall_time_s={s: m.get("wall_time_s") for s, m in seeds.items()},
         mlflow_run_ids={s: r["run_id"] for s, r in runs.items()},
         recorded_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **({"curve": curves} if curves else {}),
     )  # fmt: skip
 
 
@@ -451,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     shown = ", ".join(
         f"{k} {v['mean']} ± {v['sd']} (n {v['n']})" for k, v in record["metrics"].items()
     )
+    curves = record.get("curve") or {}
+    shown += "".join(f"; seed {s}'s curve: {len(c['points'])} points" for s, c in curves.items())
     print(f"{path}: {shown}")
     return 0
 

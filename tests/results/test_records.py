@@ -391,3 +391,210 @@ def test_no_entitynlm_checkpoint_reads_null_in_a_records_settings(workspace):
     shown = _build_prediction(workspace, "inscript-shallow")["overrides"]
     assert "entity_prediction.entitynlm.checkpoint=null" in shown
     assert not any(NO_CHECKPOINT in o for o in shown)
+
+
+# --------------------------------------------------------------------------- CoreLM
+
+
+def _curve(base: float) -> dict:
+    """A `curve` as models/corelm/train.py curve_record writes it: step 0, then one point per
+    epoch (two epochs of 5 optimizer steps)."""
+    gate = {"gate_w_mean": 0.0, "gate_sigmoid_mean": 0.5, "entity_share_mean": 0.75,
+            "entity_share_min": 0.75, "entity_share_max": 0.75, "entity_norm_share": 0.4}  # fmt: skip
+    start = {"step": 0, "heldout_words": 900, "heldout_word_ppl": base + 50,
+             "heldout_word_ppl_no_entities": base + 51, **gate}  # fmt: skip
+    points = [start] + [
+        {**start, "step": 5 * e, "heldout_word_ppl": base + 10 / e, "epoch": e,
+         "dev_loss": 5.0 / e, "train_loss": 5.5 / e, "learning_rate": 1e-3 / e}
+        for e in (1, 2)
+    ]  # fmt: skip
+    return {"every_steps": 5, "schedule_steps": 10, "heldout_docs": 4, "heldout_split": "test",
+            "first_step_loss": 6.2, "initial": {k: v for k, v in start.items() if k != "step"},
+            "points": points}  # fmt: skip
+
+
+# what the stage scored (models/corelm/evaluate.py eval_splits): held-out test, WikiText-2's
+# dev, LAMBADA's test, CBT's dev and test question files; no WikiText-103
+SPLITS = {
+    "heldout": {"corpus": "gum+litbank", "split": "test", "size": 4, "unit": "documents",
+                "words": 900},
+    "wikitext2": {"corpus": "wikitext2", "split": "dev", "size": 3, "unit": "articles",
+                  "words": 2000},
+    "lambada": {"corpus": "lambada", "split": "test", "task": "lambada_openai", "size": 300,
+                "unit": "passages"},
+    "cbt": {"corpus": "cbt", "split": "dev+test", "unit": "questions",
+            "size": {"CN": 100, "NE": 90, "V": 80, "P": 70}},
+}  # fmt: skip
+
+
+def _corelm(root, model: str, seed: int, base: float, *, curve: bool = True,
+            **written) -> None:  # fmt: skip
+    """metrics/train_corelm/<model>.json as models/corelm/train.py train_and_evaluate writes it
+    (CoreLM: its +coref scorers; LAMBADA with a coreference run; no WikiText-103), with its
+    seed and eval_splits (`written` replaces keys), its wall time under logs/timings/."""
+    ppl = lambda p: {"word_perplexity": p, "token_perplexity": p - 9, "n_texts": 4,  # noqa: E731
+                     "n_words": 900}  # fmt: skip
+    scorers = [model, f"{model}+coref"] if model == "corelm" else [model]
+    lam = lambda acc: {"accuracy": acc, "n": 300, "perplexity": 80.0}  # noqa: E731
+    cbt_n = SPLITS["cbt"]["size"]
+    metrics = {
+        "model": model, "backbone": "smollm2", "heldout_split": "test", "device": "cpu",
+        "seed": seed, "eval_splits": SPLITS,
+        "training": {"steps": 10, "epochs": 2, "best_epoch": 2} if model != "zeroshot"
+        else {"steps": 0, "train_tokens": 0, "train_time_s": 0.0},
+        "heldout": {s: ppl(base + (s == model)) for s in scorers},
+        "wikitext2": {model: ppl(base + 20)}, "wikitext103": {},
+        "lambada": {f"{s}/{c}": lam(0.2 + ("+" in s) / 100) for s in scorers
+                    for c in ("full_word", "last_token")},
+        "cbt": {f"{model}/{t}": {"accuracy": 0.5, "n": n} for t, n in cbt_n.items()},
+        **({"curve": _curve(base)} if curve else {}),
+        **written,
+    }  # fmt: skip
+    path = root / f"metrics/train_corelm/{model}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(metrics))
+    timings = root / f"logs/timings/metrics/train_corelm/{model}.json"
+    timings.parent.mkdir(parents=True, exist_ok=True)
+    timings.write_text(json.dumps({"wall_time_s": 300.0 + seed, "training": {"train_time_s": 1}}))
+
+
+def _build_corelm(root, model="corelm"):
+    return record_cli.build("train_corelm", model, preset="corelm", scale="cpu-curve",
+                            table="Table 1", row=model, data=[], root=root)  # fmt: skip
+
+
+def test_a_corelm_record_holds_tables_1_2_and_its_learning_curve(workspace, monkeypatch, capsys):
+    """Issue #58.4: train_corelm writes no seed folder; its record reads the model's metrics
+    file alone: the seed the stage trained under, held-out word perplexity (CoreLM's with
+    entities, and without), WikiText-2, LAMBADA, CBT, each on the split and size the stage
+    wrote beside it, and the curve."""
+    _corelm(workspace, "corelm", 1, 190.0)
+    record = _build_corelm(workspace)
+    assert record_problems(record) == [] and record["id"] == "corelm/train_corelm/corelm"
+    m = record["metrics"]
+    assert m["test_ppl"]["per_seed"] == {"1": 190.0} and m["test_ppl"]["split_size"] == 4
+    assert m["test_ppl_no_entities"]["per_seed"] == {"1": 191.0}
+    assert m["test_ppl_no_entities"]["split"] == "test"
+    wt2 = m["wikitext2_ppl"]
+    assert (wt2["split"], wt2["split_size"], wt2["mean"]) == ("dev", 3, 210.0)
+    assert "wikitext103_ppl" not in m  # not evaluated: no figure, no entry
+    assert m["lambada_accuracy"]["split"] == "test" and m["lambada_accuracy"]["mean"] == 20.0
+    assert m["lambada_accuracy_coref"]["mean"] == 21.0 and m["lambada_ppl"]["unit"] == "ppl"
+    assert m["lambada_last_token_accuracy"]["split_size"] == 300
+    cbt = {k: (v["split"], v["split_size"], v["mean"]) for k, v in m.items() if "cbt" in k}
+    assert cbt == {"cbt_cn_accuracy": ("dev+test", 100, 50.0),
+                   "cbt_ne_accuracy": ("dev+test", 90, 50.0),
+                   "cbt_v_accuracy": ("dev+test", 80, 50.0),
+                   "cbt_p_accuracy": ("dev+test", 70, 50.0)}  # fmt: skip  # no CBT coref run
+    assert record["curve"] == {"1": _curve(190.0)}
+    assert [p["step"] for p in record["curve"]["1"]["points"]] == [0, 5, 10]
+    assert record["epochs"] == {"1": {"best": 2, "run": 2}}
+    assert record["wall_time_s"] == {"1": 301.0} and record["paper"].startswith("Stylianou")
+    monkeypatch.setattr(record_cli, "build", lambda *a, **k: record)
+    argv = ["train_corelm", "corelm", "--table", "T", "--row", "r"]
+    assert record_cli.main([*argv, "--out", str(workspace / "results")]) == 0
+    assert "test_ppl 190.0 ± None (n 1)" in (shown := capsys.readouterr().out)
+    assert "seed 1's curve: 3 points" in shown
+
+
+def test_a_corelm_record_reads_its_seed_and_splits_from_the_metrics_not_params(workspace):
+    """The seed and the splits are the run's, as its metrics file states them: params.yaml
+    (another seed, other splits since) plays no part; a split the stage scored on dev is
+    recorded as dev, and its figure's name follows the held-out split."""
+    (workspace / "params.yaml").write_text(
+        "train_corelm:\n  train: {seed: 9}\n"
+        "  eval: {heldout_split: test, lambada_split: test, wikitext2_split: test}\n"
+    )
+    splits = {**SPLITS, "heldout": {**SPLITS["heldout"], "split": "dev", "size": 6},
+              "lambada": {**SPLITS["lambada"], "split": "dev", "size": 120}}  # fmt: skip
+    _corelm(workspace, "corelm", 3, 190.0, eval_splits=splits)
+    record = _build_corelm(workspace)
+    m = record["metrics"]
+    assert list(record["wall_time_s"]) == ["3"] and m["dev_ppl"]["per_seed"] == {"3": 190.0}
+    assert "test_ppl" not in m and m["dev_ppl"]["split_size"] == 6
+    assert (m["lambada_accuracy"]["split"], m["lambada_accuracy"]["split_size"]) == ("dev", 120)
+    assert m["wikitext2_ppl"]["split"] == "dev"
+
+
+def test_a_corelm_record_without_a_curve_and_the_models_without_entities(workspace):
+    """No eval.curve_docs: no `curve` (the field is optional, as in every earlier record); FT
+    has no +coref scorer: its held-out figure is its own, with no entity-free twin; zeroshot
+    trains nothing: no epochs."""
+    _corelm(workspace, "ft", 1, 60.0, curve=False)
+    record = _build_corelm(workspace, "ft")
+    assert record_problems(record) == [] and "curve" not in record
+    assert record["metrics"]["test_ppl"]["per_seed"] == {"1": 61.0}
+    assert "test_ppl_no_entities" not in record["metrics"]
+    assert not any(k.endswith("_coref") for k in record["metrics"])
+    _corelm(workspace, "zeroshot", 1, 80.0, curve=False)
+    zeroshot = _build_corelm(workspace, "zeroshot")
+    assert record_problems(zeroshot) == [] and zeroshot["epochs"] == {
+        "1": {"best": None, "run": None}
+    }
+    assert zeroshot["metrics"]["lambada_accuracy"]["per_seed"] == {"1": 20.0}
+
+
+def test_two_corelm_seeds_merge_with_their_curves(workspace):
+    """A run per train.seed, each recorded: the figures and the curves merge seed by seed (the
+    seed is no setting of the item); a seed recorded again without a curve loses its old one."""
+    import subprocess
+
+    out = workspace / "results"
+    (workspace / "params.yaml").write_text("train_corelm:\n  train: {seed: 1}\n")
+    for args in (
+        ["add", "-A"],
+        ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c"],
+    ):
+        subprocess.run(["git", *args], cwd=workspace, check=True)  # HEAD: train.seed 1
+    _corelm(workspace, "corelm", 1, 190.0)
+    record_cli.write(_build_corelm(workspace), out)
+    _corelm(workspace, "corelm", 2, 194.0)
+    (workspace / "params.yaml").write_text("train_corelm:\n  train: {seed: 2}\n")
+    second = _build_corelm(workspace)
+    assert second["overrides"] == ["train_corelm.train.seed=2"]  # a selection, not a setting
+    merged = json.loads(record_cli.write(second, out).read_text())
+    assert record_problems(merged) == []
+    assert merged["metrics"]["test_ppl"]["per_seed"] == {"1": 190.0, "2": 194.0}
+    assert merged["metrics"]["test_ppl"]["mean"] == 192.0
+    assert merged["curve"] == {"1": _curve(190.0), "2": _curve(194.0)}
+    assert merged["wall_time_s"] == {"1": 301.0, "2": 302.0}
+    _corelm(workspace, "corelm", 2, 196.0, curve=False)
+    again = json.loads(record_cli.write(_build_corelm(workspace), out).read_text())
+    assert list(again["curve"]) == ["1"]
+    assert again["metrics"]["test_ppl"]["per_seed"] == {"1": 190.0, "2": 196.0}
+
+
+def test_a_missing_bad_or_older_corelm_metrics_file_is_named(workspace):
+    with pytest.raises(CorefreproError, match=r"train_corelm/corelm.json: missing: run `dvc "
+                                              r"repro train_corelm@corelm` first"):  # fmt: skip
+        _build_corelm(workspace)
+    _corelm(workspace, "corelm", 1, 190.0)
+    path = workspace / "metrics/train_corelm/corelm.json"
+    metrics = json.loads(path.read_text())
+    path.write_text('{"model": "corelm",\n  "heldout": }')
+    with pytest.raises(CorefreproError, match=r"corelm.json:2: not JSON"):
+        _build_corelm(workspace)
+    for older in ("seed", "eval_splits"):  # written before the stage stated them
+        path.write_text(json.dumps({k: v for k, v in metrics.items() if k != older}))
+        with pytest.raises(CorefreproError, match=r"corelm.json: no integer `seed` and "
+                                                  r"`eval_splits` object .* run `dvc repro "
+                                                  r"train_corelm@corelm` again"):  # fmt: skip
+            _build_corelm(workspace)
+    metrics["curve"]["points"][1].pop("step")
+    path.write_text(json.dumps(metrics))
+    with pytest.raises(CorefreproError, match=r"corelm.json: curve.points\[1\]: expected an "
+                                              r"object with an integer `step`"):  # fmt: skip
+        _build_corelm(workspace)
+    path.write_text(json.dumps({**metrics, "model": "ft", "curve": _curve(1.0)}))
+    with pytest.raises(CorefreproError, match=r"corelm.json: model 'ft', expected 'corelm'"):
+        _build_corelm(workspace)
+
+
+def test_a_records_curve_is_checked_seed_by_seed():
+    record = _transcribed_record()
+    assert record_problems({**record, "curve": {"1": _curve(1.0)}}) == []
+    assert record_problems({**record, "curve": {"a": {"points": []}}}) == [
+        "curve.a: a seed is a number",
+        "curve.a: expected an object with a non-empty list `points`",
+    ]
+    assert record_problems({**record, "curve": []}) == ["curve: list, expected <class 'dict'>"]

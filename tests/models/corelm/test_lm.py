@@ -18,6 +18,7 @@ from models.corelm.evaluate import (
     cbt_eval,
     cbt_items,
     cbt_questions,
+    eval_splits,
     lambada_eval,
     scorers,
     wikitext2,
@@ -454,3 +455,36 @@ def test_a_token_budget_splits_long_windows_into_smaller_passes(sharp, tiny):
     assert [s.loglikelihood for s in capped] == approx([s.loglikelihood for s in one], rel=1e-5)
     with pytest.raises(ValueError, match="batch_tokens 0 < 1"):
         _scorer(sharp, tiny, batch_tokens=0)
+
+
+def test_eval_splits_state_cbt_s_question_files_and_the_questions_of_each_type(
+    tmp_path, scorer, monkeypatch
+):
+    """The metrics' eval_splits (issue #58.4): CBT scores every question file its corpus
+    holds, so its split names them all (valid = dev, test); its size is per question type,
+    what was scored (eval.cbt_max_items caps each type)."""
+    from tasks.core.storage import read_table
+
+    _cbt_corpus(tmp_path, monkeypatch)  # 2 CN questions of the valid file
+    folder = tmp_path / "data" / "docs" / "cbt"
+    qfile = tmp_path / "cbtest_NE_test_2500ex.txt"
+    qfile.write_text(CBT_SAMPLE * 3)
+    docs, items, _ = read_questions(qfile, "NE", "test")
+    for name, rows in (("documents", docs), ("items", items)):
+        old = read_table(folder / f"{name}.parquet").to_pylist()
+        pq.write_table(pa.Table.from_pylist(old + rows), folder / f"{name}.parquet")
+    ev = EvalSettings(cbt="cbt", cbt_max_items=2)
+    by_task = cbt_questions(ev, eval_data(ev))
+    assert {t: {q.split for q in qs} for t, qs in by_task.items()} == {
+        "CN": {"dev"},
+        "NE": {"test"},
+    }
+    out = cbt_eval({"ft": scorer}, ev, eval_data(ev), {}, by_task)
+    assert out["ft/NE"]["n"] == 2  # 3 questions, capped
+    assert eval_splits(ev, ["toy"], {"heldout": {}, "cbt": out}, by_task) == {
+        "cbt": {"corpus": "cbt", "split": "dev+test", "size": {"CN": 2, "NE": 2},
+                "unit": "questions"}
+    }  # fmt: skip
+    only_cn = {"CN": by_task["CN"]}  # a type not scored: its file's split is not named
+    out = cbt_eval({"ft": scorer}, ev, eval_data(ev), {}, only_cn)
+    assert eval_splits(ev, ["toy"], {"cbt": out}, only_cn)["cbt"]["split"] == "dev"

@@ -141,6 +141,47 @@ def test_stage_items_write_metrics_for_the_three_models(tmp_path, monkeypatch):
     assert saved["training"]["steps"] > 0
 
 
+def test_the_metrics_state_the_seed_and_what_each_figure_was_scored_on(tmp_path, monkeypatch):
+    """Issue #58.4: metrics/train_corelm/<model>.json states the training seed and, for each
+    benchmark scored, its corpus, split and size (the held-out test documents, LAMBADA's dev
+    passages; WikiText and CBT not evaluated: absent), so that a results record is written
+    from it alone (tasks/results/record.py reads no params.yaml and no models code)."""
+    from tasks.results import record as record_cli
+
+    cfg = _settings(_corpus(tmp_path), epochs=1, seed=7)
+    cfg.eval.lambada = _lambada(tmp_path)
+    flow = _stage(monkeypatch, cfg)
+    flow.train_corelm("corelm")
+    saved = json.loads((tmp_path / "metrics" / "train_corelm" / "corelm.json").read_text())
+    test_words = len(STORIES[11 % 2][0].split())  # the one test document (_corpus)
+    assert saved["seed"] == 7
+    assert saved["eval_splits"] == {
+        "heldout": {"corpus": "toy", "split": "test", "size": 1, "unit": "documents",
+                    "words": test_words},
+        "lambada": {"corpus": "lambada", "split": "dev", "task": "lambada", "size": 3,
+                    "unit": "passages"},
+    }  # fmt: skip
+    assert saved["heldout"]["corelm+coref"]["n_texts"] == 1
+    assert saved["lambada"]["corelm/full_word"]["n"] == 3
+
+    monkeypatch.setattr(record_cli, "overrides", lambda root, stage=None: [])
+    monkeypatch.setattr(record_cli, "mlflow_runs", lambda stage, item, seeds: {})
+    monkeypatch.setattr(record_cli, "git_sha", lambda root: "abc")
+    record = record_cli.build("train_corelm", "corelm", preset="p", scale="cpu", table="Table 1",
+                              row="CoreLM", data=[], root=tmp_path)  # fmt: skip
+    m = record["metrics"]
+    assert m["test_ppl"]["per_seed"] == {
+        "7": round(saved["heldout"]["corelm+coref"]["word_perplexity"], 4)
+    }
+    assert (m["test_ppl"]["split"], m["test_ppl"]["split_size"]) == ("test", 1)
+    assert m["test_ppl_no_entities"]["per_seed"]["7"] == round(
+        saved["heldout"]["corelm"]["word_perplexity"], 4
+    )
+    assert (m["lambada_accuracy"]["split"], m["lambada_accuracy"]["split_size"]) == ("dev", 3)
+    assert not any(k.startswith(("wikitext", "cbt")) for k in m)
+    assert record["epochs"] == {"7": {"best": 1, "run": 1}}
+
+
 def test_accumulated_batches_count_as_one_optimizer_step(tmp_path):
     """train.accumulate: the warm-up and decay count optimizer steps, and so does the budget."""
     cfg = _settings(_corpus(tmp_path), epochs=1, accumulate=2, batch_size=1)
