@@ -90,6 +90,30 @@ STAGE_METRICS["graphs_ablation"] = [
                f"coreference_against_annotation.{m}_f1", 1.0, "%", "higher", "all", None)
     for m in ("conll", "muc", "bcub", "ceafe")
 ]  # fmt: skip
+# an annotation run's coreference scored against a reference run's on the same graphs
+# (metrics/graphs_reference/<run>.json, issue #58.5): the same figures on the same axis as a
+# corrupted variant's, one "seed" (REFERENCE_SEED: the scoring draws nothing), and its mention
+# identification F1 beside them
+STAGE_METRICS["graphs_reference"] = [
+    MetricSpec(f"{m}_f1", f"coreference_against_reference.{m}_f1", 1.0, "%", "higher", "all",
+               None)
+    for m in ("conll", "muc", "bcub", "ceafe", "mentions")
+]  # fmt: skip
+REFERENCE_SEED = "1"
+
+
+def task_specs(stage: str, seeds: dict[str, dict[str, Any]]) -> list[MetricSpec]:
+    """graphs_reference's scores per task label (the metrics' `by_task`), as
+    `<metric>_f1_<task>` (conll_f1_qa16): a reader's error per task sits at its task's score."""
+    if stage != "graphs_reference":
+        return []
+    tasks = sorted({t for m in seeds.values() for t in (m.get("by_task") or {})},
+                   key=lambda t: (len(t), t))  # fmt: skip
+    return [MetricSpec(f"{m}_f1_{task}", f"by_task.{task}.{m}_f1", 1.0, "%", "higher", "all",
+                       None)
+            for task in tasks for m in ("conll", "mentions")]  # fmt: skip
+
+
 # Table 3's rows (metrics/entity_prediction/<corpus>.json, one file per corpus): the item is
 # <corpus>-<predictor> with the predictor's _ written - (inscript-always-new, inscript-shallow,
 # inscript-shallow-rich, inscript-human, inscript-entitynlm); its "seed" is the EntityNLM
@@ -119,6 +143,7 @@ STAGE_METRICS["train_entitynlm"] = [
 PAPERS = {"train_mage": "Dhingra et al. 2018 (MAGE-GRU)",
           "train_coref": "Luo & Glass 2018 (cross-sentence coreference)",
           "graphs_ablation": "beyond the papers (corrupted coreference)",
+          "graphs_reference": "beyond the papers (coreference quality)",
           "entity_prediction": "Ji et al. 2017 (EntityNLM)",
           "train_entitynlm": "Ji et al. 2017 (EntityNLM)"}  # fmt: skip
 
@@ -140,10 +165,13 @@ SEEDLESS = {("train_entitynlm", "5gram")}
 
 def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
     """seed -> its metrics.json (+ its timings), of every seed folder of the item; a graph
-    variant: its one metrics file under its corruption seed; a seedless item (SEEDLESS): its
-    stage metrics file as seed 1."""
+    variant: its one metrics file under its corruption seed; an annotation run scored against a
+    reference: its metrics file as seed 1; a seedless item (SEEDLESS): its stage metrics file
+    as seed 1."""
     if stage == "graphs_ablation":
         return _graph_metrics(root, item)
+    if stage == "graphs_reference":
+        return _reference_metrics(root, item)
     if stage == "entity_prediction":
         return _prediction_metrics(root, item)
     if (stage, item) in SEEDLESS:
@@ -250,6 +278,14 @@ def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
     return {str(entry.corrupt_seed): json.loads(path.read_text())}
 
 
+def _reference_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
+    """{REFERENCE_SEED: metrics/graphs_reference/<run>.json} (flows/graphs.py score_reference)."""
+    path = root / "metrics" / "graphs_reference" / f"{item}.json"
+    if not path.is_file():
+        raise CorefreproError(f"{path}: missing: run `dvc repro graphs_reference@{item}` first")
+    return {REFERENCE_SEED: {**json.loads(path.read_text()), "wall_time_s": wall_time(path)}}
+
+
 def overrides(root: Path, stage: str | None = None) -> list[str]:
     """params.yaml's settings that differ from HEAD's, as `key=value` (dvc exp run -S form).
     entity_prediction: the EntityNLM checkpoint's seed<k> is the record's seed, not a setting,
@@ -326,7 +362,7 @@ def build(stage: str, item: str, *, preset: str | None, scale: str | None, table
                               f"{sorted(STAGE_METRICS)} (tasks/results/record.py)")  # fmt: skip
     seeds = seed_metrics(root, stage, item)
     metrics = {}
-    for spec in STAGE_METRICS[stage]:
+    for spec in [*STAGE_METRICS[stage], *task_specs(stage, seeds)]:
         if stage == "entity_prediction":
             metrics.update(_prediction_entry(spec, seeds))
             continue
