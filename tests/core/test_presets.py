@@ -129,13 +129,15 @@ def test_a_scale_runs_its_own_targets_beside_the_presets(monkeypatch):
     monkeypatch.setattr(presets, "params_differences", lambda base, path, o: [])
     monkeypatch.setattr(presets, "committed_params", lambda root=None: "")
     assert presets.resume_command("mage-coref-quality", "annotators")[-3:] == argv[-3:]
-    # the reader on each annotation's graphs, qa2, qa3 and qa16 only, the drop series' protocol
+    # the reader on each annotation's graphs, on the drop series' tasks and protocol
     for needed in ("+train_mage.models.ga-mage16-model={reader: ga, encoder: mage, "
                    "coref_size: 16, data: babi-model}",
                    "+graphs.references.babi-stanza={corpus: babi, reference: babi-entity-id}",
-                   "normalize.babi.tasks=[2,3,16]", "train_mage.run.tasks=[qa2,qa3,qa16]",
-                   "train_mage.seeds=[1,2,3]", "train_mage.train.patience=20"):  # fmt: skip
+                   "train_mage.run.tasks=[qa2,qa3,qa16]", "train_mage.seeds=[1,2,3]",
+                   "train_mage.train.patience=20"):  # fmt: skip
         assert needed in overrides, needed
+    # the corpus stays whole: babi-entity-id's table is the one the other records name
+    assert not any(o.startswith(("normalize.babi", "download.babi")) for o in overrides)
 
 
 def _committed_repo(tmp_path):
