@@ -1,12 +1,17 @@
-"""Stages `graphs` and `graphs_ablation`: an annotation run -> data/graphs/<run>/graphs.parquet.
+"""Stages `graphs` and `graphs_ablation`: an annotation run -> data/graphs/<run>/graphs.parquet;
+`graphs_reference`: an annotation run's coreference scored against another run's on its graphs.
 
     python -m flows.graphs --run synthetic-gold              # graphs@synthetic-gold
     python -m flows.graphs --ablation synthetic-gold-sentence
         # graphs_ablation@<name>: the variant params.yaml graphs.ablations.<name> sets
         # (coreference placement, segment order, mention span) -> data/graphs/<name>/
+    python -m flows.graphs --reference babi-model
+        # graphs_reference@<run>: params.yaml graphs.references.<run> names the reference run
+        # (e.g. babi-entity-id) -> metrics/graphs_reference/<run>.json
 
 Dhingra et al. §3.1-3.3: typed-edge graphs, decomposed into forward/backward DAGs per chain.
-The DVC stages graphs, graphs_model, graphs_stanza and graphs_ablation all run this module.
+The DVC stages graphs, graphs_model, graphs_stanza, graphs_ablation and graphs_reference all run
+this module.
 
 Layout (issue #54.4): this module is the graph stages' one home, read top to bottom:
 
@@ -21,7 +26,10 @@ Layout (issue #54.4): this module is the graph stages' one home, read top to bot
 3. its plan: which annotation run, and which reading (placement, order, span, corruption):
    the section's for graphs@<run>, an ablation entry's for graphs_ablation@<name>;
 4. its outputs: the table with its metadata, the metrics (graph counts, and for a corrupted
-   variant its coreference scored against the annotation it came from);
+   variant its coreference scored against the annotation it came from); for
+   graphs_reference@<run>, the run's coreference scored against its reference run's on the
+   same graphs (issue #58.5: each annotator on the corruption series' axis), by the one
+   scoring both use (coreference_scores);
 5. the flows.
 
 The libraries take arguments: tasks/graphs/dags.py builds the DAGs, tasks/graphs/annotated.py
@@ -33,7 +41,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +53,13 @@ from tasks.core.layout import docs_dir, graphs_dir, mentions_dir
 from tasks.core.schema import GRAPHS
 from tasks.evaluation.coref import CONLL_METRICS, conll_f1, score_coreference
 from tasks.graphs.annotated import log_dropped, read_annotation
-from tasks.graphs.dags import Corruption, build_graphs
-from tasks.graphs.runs import GraphSettings, ablation_entry, graph_settings
+from tasks.graphs.dags import Corruption, build_graphs, graph_clusters
+from tasks.graphs.runs import GraphSettings, ablation_entry, graph_settings, reference_entry
 
 log = logging.getLogger("corefrepro.graphs")
 
 STAGE = "graphs"
+REFERENCE_STAGE = "graphs_reference"
 
 # --------------------------------------------------------------------------- 1. settings
 # params.yaml graphs: tasks/graphs/runs.py GraphSettings (graph_settings, ablation_entry)
@@ -65,6 +74,11 @@ def table_path(run: str) -> Path:
 
 def metrics_path(run: str) -> Path:
     return resolve_path(f"metrics/{STAGE}/{run}.json")
+
+
+def reference_metrics_path(run: str) -> Path:
+    """metrics/graphs_reference/<run>.json: graphs_reference@<run>'s scores."""
+    return resolve_path(f"metrics/{REFERENCE_STAGE}/{run}.json")
 
 
 # --------------------------------------------------------------------------- 3. plan
@@ -108,7 +122,9 @@ def _build(run: str, out: str, cfg: GraphSettings, placement: str, order: str,
              out, len(graphs.rows), placement, order, mention_span)  # fmt: skip
     report = {"graphs": len(graphs.rows), "graph_stats": dict(sorted(graphs.stats.items()))}
     if corruption is not None:
-        report["coreference_against_annotation"] = _corruption_scores(graphs.clusters)
+        key = {graph_id: pair[0] for graph_id, pair in graphs.clusters.items()}
+        response = {graph_id: pair[1] for graph_id, pair in graphs.clusters.items()}
+        report["coreference_against_annotation"] = coreference_scores(key, response)
         log.info("%s: CoNLL F1 %.2f against %s's own coreference", out,
                  report["coreference_against_annotation"]["conll_f1"], run)  # fmt: skip
     meta = {"corpus": entry.corpus, "run": run, "annotator": entry.annotator, **graphs.metadata}
@@ -117,14 +133,69 @@ def _build(run: str, out: str, cfg: GraphSettings, placement: str, order: str,
     return report
 
 
-def _corruption_scores(clusters: Mapping[str, tuple[list, list]]) -> dict[str, float]:
-    """The corrupted coreference scored against the annotation it came from (CoNLL F1 in %,
-    singletons kept: the mentions are the same, only the links differ)."""
-    key = {graph_id: pair[0] for graph_id, pair in clusters.items()}
-    response = {graph_id: pair[1] for graph_id, pair in clusters.items()}
-    scores = score_coreference(key, response, metrics=CONLL_METRICS)
-    out = {f"{m}_f1": round(100 * scores[m].f1, 4) for m in CONLL_METRICS}
+def coreference_scores(key: Mapping[str, list], response: Mapping[str, list], *,
+                       mentions: bool = False) -> dict[str, float]:  # fmt: skip
+    """A coreference scored against a key, graph id -> clusters on both sides (MUC, B3, CEAF-e
+    and CoNLL F1 in %, singletons kept; `mentions`: mention identification F1 too). The one
+    scoring of a corrupted variant against the annotation it came from (graphs_ablation) and
+    of an annotation run against a reference run (graphs_reference), so both lie on one axis."""
+    metrics = (*CONLL_METRICS, "mentions") if mentions else CONLL_METRICS
+    scores = score_coreference(dict(key), dict(response), metrics=metrics)
+    out = {f"{m}_f1": round(100 * scores[m].f1, 4) for m in metrics}
     return {**out, "conll_f1": round(100 * conll_f1(scores), 4)}
+
+
+def _graph_tasks(items: Any, graph_ids: Iterable[str]) -> dict[str, list[str]]:
+    """task label -> its graphs' ids (item graphs; none for a corpus without items)."""
+    task_of = dict(zip(items.column("item_id").to_pylist(), items.column("task").to_pylist(),
+                       strict=True)) if items is not None and items.num_rows else {}  # fmt: skip
+    out: dict[str, list[str]] = {}
+    for graph_id in graph_ids:
+        if task_of.get(graph_id) is not None:
+            out.setdefault(task_of[graph_id], []).append(graph_id)
+    return dict(sorted(out.items()))
+
+
+def score_reference(cfg: GraphSettings, run: str) -> dict[str, Any]:
+    """Stage graphs_reference@<run>: the run's coreference on its graphs (graphs@<run>'s: the
+    section's seed, order and mention span) scored against graphs.references.<run>.reference's
+    on the same graphs; graphs one side lacks count as empty there (the key's graphs decide)."""
+    entry = reference_entry(cfg, run)
+    clusters = {}
+    for name in (entry.reference, run):
+        data = read_annotation(docs_dir(entry.corpus), mentions_dir(name), items=True)
+        clusters[name] = graph_clusters(data["documents"], data["items"], data["mentions"],
+                                        data["query_mentions"], seed=cfg.seed, order=cfg.order,
+                                        mention_span=cfg.mention_span)  # fmt: skip
+    key, response = clusters[entry.reference], clusters[run]
+    tasks = _graph_tasks(data["items"], key)
+    report = {
+        "run": run,
+        "reference": entry.reference,
+        "corpus": entry.corpus,
+        "graphs": len(key),
+        # mentions over the graphs (a story's once per question), the reference's and the run's
+        "graph_mentions": {
+            name: sum(len(c) for cs in clusters[name].values() for c in cs)
+            for name in (entry.reference, run)
+        },
+        "coreference_against_reference": coreference_scores(key, response, mentions=True),
+        # per task label (bAbI's qa<k>): an annotator may read one task's stories well and
+        # another's not at all, so a reader's error per task sits at its task's score
+        "by_task": {
+            task: coreference_scores(
+                {g: key[g] for g in ids},
+                {g: response[g] for g in ids if g in response},
+                mentions=True,
+            )
+            for task, ids in tasks.items()
+        },
+    }
+    log.info("%s: CoNLL F1 %.2f against %s on %d graphs", run,
+             report["coreference_against_reference"]["conll_f1"], entry.reference,
+             len(key))  # fmt: skip
+    storage.write_metrics(reference_metrics_path(run), report)
+    return report
 
 
 # --------------------------------------------------------------------------- 5. the flows
@@ -140,6 +211,11 @@ def build_variant(name: str) -> dict[str, Any]:
     return build_ablation(graph_settings(), name)
 
 
+@task(name="graphs-reference", task_run_name="graphs_reference@{run}")
+def score_against_reference(run: str) -> dict[str, Any]:
+    return score_reference(graph_settings(), run)
+
+
 @flow(name="graphs")
 def graphs(run: str) -> dict:
     return build(run)
@@ -150,16 +226,24 @@ def graphs_ablation(name: str) -> dict:
     return build_variant(name)
 
 
+@flow(name="graphs-reference")
+def graphs_reference(run: str) -> dict:
+    return score_against_reference(run)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--run", help="a key of annotate.runs, model_runs or stanza_runs")
     which.add_argument("--ablation", help="a key of graphs.ablations")
+    which.add_argument("--reference", help="a key of graphs.references (an annotation run)")
     args = parser.parse_args(argv)
     if args.run is not None:
         run_cli(graphs, args.run)
-    else:
+    elif args.ablation is not None:
         run_cli(graphs_ablation, args.ablation)
+    else:
+        run_cli(graphs_reference, args.reference)
 
 
 if __name__ == "__main__":

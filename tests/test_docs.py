@@ -300,8 +300,8 @@ def test_every_set_param_key_exists_in_params_yaml():
 # settings named in prose (`train_coref.model.lm_features: minilm`): the sections whose keys
 # are names a user adds (runs, corpora, models, ablations) are checked down to that section
 OPEN_SECTIONS = ("annotate.runs", "annotate.model_runs", "annotate.stanza_runs", "derive",
-                 "graphs.ablations", "train_mage.task_settings", "train_mage.models",
-                 "lm_features.encoders", "download", "normalize")  # fmt: skip
+                 "graphs.ablations", "graphs.references", "train_mage.task_settings",
+                 "train_mage.models", "lm_features.encoders", "download", "normalize")  # fmt: skip
 
 
 def test_every_setting_named_in_the_docs_exists():

@@ -23,6 +23,7 @@ presets/<name>.yaml, named as the table's id in tasks/report/paper_results.yaml 
         numerics: native          # what the figures were measured with: native, portable
         threads: 1                # or "not stated" where the text does not say
         cost: "..."               # the detail: per step/epoch, the whole run, the source
+        targets: [...]            # optional: stages this scale runs beside the preset's
       paper: {...}
     smoke:                        # after either scale: the embedded data, one batch per epoch
       targets: [...]              # (CI runs every preset so: tests/flows/test_pipeline.py)
@@ -98,6 +99,9 @@ class ScaleSettings:
     threads: int | str  # threads a job, or "not stated"
     gpu_hours: str = "not measured"
     overrides: list[str] = field(default_factory=list)
+    # dvc.yaml stages this scale runs beside the preset's targets (stages no target depends
+    # on, e.g. mage-coref-quality's annotators: graphs_reference scores each annotation)
+    targets: list[str] = field(default_factory=list)
 
     def validate(self, path: str) -> None:
         problems = [f"{key_path(path, k)}: {v!r} is longer than {SUMMARY_WIDTH} characters "
@@ -179,13 +183,15 @@ class Preset:
                 if not o.startswith("+") and o.split("=", 1)[0].split(".")[0] in sections]  # fmt: skip
         return [*kept, *self.smoke.overrides]
 
-    def targets_for(self, smoke: bool = False) -> list[str]:
-        """The preset's targets, then the stage that writes the DVC metrics (REPORT_STAGE):
-        an experiment's `dvc exp show` row holds its own figures, never the committed ones.
-        A smoke run's targets are its own (module docstring)."""
+    def targets_for(self, smoke: bool = False, scale: Scale | None = None) -> list[str]:
+        """The preset's targets and the scale's own, then the stage that writes the DVC metrics
+        (REPORT_STAGE): an experiment's `dvc exp show` row holds its own figures, never the
+        committed ones. A smoke run's targets are its own (module docstring)."""
         if smoke:
             return list(self.smoke.targets)
-        return [*self.targets, *([REPORT_STAGE] if REPORT_STAGE not in self.targets else [])]
+        own = self.scales[scale].targets if scale in self.scales else []
+        targets = [*self.targets, *(t for t in own if t not in self.targets)]
+        return [*targets, *([REPORT_STAGE] if REPORT_STAGE not in targets else [])]
 
 
 def names() -> list[str]:
@@ -214,7 +220,7 @@ def command(
     argv = ["dvc", "exp", "run"]
     for override in preset.overrides_for(scale, smoke):
         argv += ["-S", override]
-    return [*argv, *(extra or []), *preset.targets_for(smoke)]
+    return [*argv, *(extra or []), *preset.targets_for(smoke, scale)]
 
 
 def committed_params(root: Path = REPO_ROOT) -> str:
@@ -267,7 +273,7 @@ def resume_command(name: str, scale: Scale, extra: list[str] | None = None, smok
             f"resume {name} --scale {scale}: {root / 'params.yaml'} does not hold the preset's "
             f"settings ({shown}): start it with `python -m tasks.core.presets run {name}`"
         )
-    return ["dvc", "repro", *preset.targets_for(smoke)]
+    return ["dvc", "repro", *preset.targets_for(smoke, scale)]
 
 
 def resume_scope(target: str, root: Path = REPO_ROOT) -> str:

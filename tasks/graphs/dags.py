@@ -667,6 +667,123 @@ def clip_mentions(spans: Iterable[Span], end: int) -> tuple[list[Span], int]:
     return kept, crossing
 
 
+@dataclass(frozen=True)
+class GraphInput:
+    """One graph before its edges: its sequences in their final order (what build_graph
+    decomposes and graph_clusters scores), its ids and, for an item graph, the item."""
+
+    graph_id: str
+    doc_id: str
+    split: str
+    item: Mapping[str, Any] | None
+    segments: list[Segment]
+
+
+def graph_inputs(
+    documents: pa.Table | Iterable[Mapping[str, Any]],
+    items: pa.Table | Iterable[Mapping[str, Any]] | None,
+    mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    query_mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    *,
+    seed: int,
+    stats: Counter,
+    annotator: str | None = None,
+    order: str = "random",
+    mention_span: str = "annotated",
+) -> Iterable[GraphInput]:
+    """Each graph's sequences, in build_graphs' order and reading (its docstring): the one place
+    that decides which tokens and mentions a graph holds and in what order, so the graphs
+    written and the coreference scored (graph_clusters) are the same graphs. The settings and
+    the tables' ids are checked here; each graph is made as it is taken (counts in `stats`)."""
+    if order not in ORDERS:
+        raise GraphError(f"segment order must be one of {ORDERS}, not {order!r}")
+    if mention_span not in MENTION_SPANS:
+        raise GraphError(f"mention span must be one of {MENTION_SPANS}, not {mention_span!r}")
+    docs = {r["doc_id"]: r for r in as_rows(documents)}
+    item_rows = as_rows(items)
+    doc_mentions = group_mentions(mentions, annotator=annotator)
+    q_mentions = group_mentions(query_mentions, "item_id", annotator=annotator)
+    for doc_id, spans in doc_mentions.items():
+        if doc_id not in docs:
+            raise GraphError(f"mentions: document {doc_id} is not in the documents table")
+        n = len(docs[doc_id]["tokens"])
+        bad = [s for s in spans if s[1] > n]
+        if bad:
+            raise GraphError(
+                f"mentions: span [{bad[0][0]}, {bad[0][1]}) beyond document {doc_id} ({n} tokens)"
+            )
+        if mention_span == "no_determiner":
+            doc_mentions[doc_id] = trim_determiners(spans, docs[doc_id]["tokens"], stats)
+    if item_rows:
+        known = {r["item_id"] for r in item_rows}
+        stray = sorted(set(q_mentions) - known)
+        if stray:
+            raise GraphError(f"query mentions for unknown items, e.g. {stray[:3]}")
+    elif q_mentions:
+        raise GraphError("query mentions given for a corpus without items")
+    return _graph_inputs(docs, item_rows, doc_mentions, q_mentions, seed=seed, stats=stats,
+                         order=order, mention_span=mention_span)  # fmt: skip
+
+
+def _graph_inputs(docs: Mapping[str, Mapping[str, Any]], item_rows: list[Mapping[str, Any]],
+                  doc_mentions: Mapping[str, list[Span]], q_mentions: Mapping[str, list[Span]],
+                  *, seed: int, stats: Counter, order: str, mention_span: str
+                  ) -> Iterable[GraphInput]:  # fmt: skip
+    if not item_rows:
+        for doc_id, doc in docs.items():
+            segments = [Segment("document", doc["tokens"], doc_mentions.get(doc_id, ()))]
+            yield GraphInput(doc_id, doc_id, doc["split"], None, segments)
+        return
+    for item in item_rows:
+        doc = docs.get(item["doc_id"])
+        if doc is None:
+            raise GraphError(f"item {item['item_id']}: document {item['doc_id']} missing")
+        end = int(item["context_end"])
+        if not 0 <= end <= len(doc["tokens"]):
+            raise GraphError(
+                f"item {item['item_id']}: context_end {end} outside document "
+                f"{doc['doc_id']} ({len(doc['tokens'])} tokens)"
+            )
+        kept, crossing = clip_mentions(doc_mentions.get(doc["doc_id"], ()), end)
+        stats["mentions_crossing_context_end"] += crossing
+        q_spans = q_mentions.get(item["item_id"], ())
+        if mention_span == "no_determiner":
+            q_spans = trim_determiners(q_spans, item["query"], stats)
+        segs = {
+            "context": Segment("context", doc["tokens"][:end], kept),
+            "query": Segment("query", item["query"], q_spans),
+        }
+        names = [name for name in ("context", "query") if segs[name].tokens]
+        segments = segment_order(item["item_id"], seed, names, order)
+        stats[f"order_{'+'.join(segments)}"] += 1
+        yield GraphInput(item["item_id"], doc["doc_id"], item["split"], item,
+                         [segs[name] for name in segments])  # fmt: skip
+
+
+def graph_clusters(
+    documents: pa.Table | Iterable[Mapping[str, Any]],
+    items: pa.Table | Iterable[Mapping[str, Any]] | None,
+    mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    query_mentions: pa.Table | Iterable[Mapping[str, Any]] | None,
+    *,
+    seed: int,
+    annotator: str | None = None,
+    order: str = "random",
+    mention_span: str = "annotated",
+) -> dict[str, list[list[tuple[int, int]]]]:
+    """graph id -> the coreference of the graph build_graphs writes with these settings, as a
+    scorer reads it: the clusters of the concatenated sequences' mentions (global spans, the
+    query's included). Two annotation runs of one corpus give graphs of the same ids and
+    tokens, so one run's clusters can be scored against the other's (graphs_reference)."""
+    stats: Counter = Counter()
+    out = {}
+    for g in graph_inputs(documents, items, mentions, query_mentions, seed=seed, stats=stats,
+                          annotator=annotator, order=order, mention_span=mention_span):  # fmt: skip
+        seq = concatenate(g.segments, graph_id=g.graph_id, doc_id=g.doc_id)
+        out[g.graph_id] = _clusters(seq.mentions)
+    return dict(sorted(out.items()))
+
+
 def build_graphs(
     documents: pa.Table | Iterable[Mapping[str, Any]],
     items: pa.Table | Iterable[Mapping[str, Any]] | None,
@@ -694,86 +811,27 @@ def build_graphs(
     "mentions_crossing_context_end"); query mentions (same cluster space) index the query.
     The order [context, query] or [query, context] is drawn once per item from (seed,
     item_id), or fixed by `order`; an empty sequence (LAMBADA's query) is left out, so such
-    graphs hold the context alone.
+    graphs hold the context alone. Which graphs, tokens and mentions: graph_inputs.
     """
     edge_types = with_placement(edge_types, placement)
-    if order not in ORDERS:
-        raise GraphError(f"segment order must be one of {ORDERS}, not {order!r}")
-    if mention_span not in MENTION_SPANS:
-        raise GraphError(f"mention span must be one of {MENTION_SPANS}, not {mention_span!r}")
-    docs = {r["doc_id"]: r for r in as_rows(documents)}
-    item_rows = as_rows(items)
-    doc_mentions = group_mentions(mentions, annotator=annotator)
-    q_mentions = group_mentions(query_mentions, "item_id", annotator=annotator)
     stats: Counter = Counter()
-    for doc_id, spans in doc_mentions.items():
-        if doc_id not in docs:
-            raise GraphError(f"mentions: document {doc_id} is not in the documents table")
-        n = len(docs[doc_id]["tokens"])
-        bad = [s for s in spans if s[1] > n]
-        if bad:
-            raise GraphError(
-                f"mentions: span [{bad[0][0]}, {bad[0][1]}) beyond document {doc_id} ({n} tokens)"
-            )
-        if mention_span == "no_determiner":
-            doc_mentions[doc_id] = trim_determiners(spans, docs[doc_id]["tokens"], stats)
+    inputs = graph_inputs(documents, items, mentions, query_mentions, seed=seed, stats=stats,
+                          annotator=annotator, order=order, mention_span=mention_span)  # fmt: skip
     rows: list[dict[str, Any]] = []
     clusters: dict[str, tuple[list, list]] = {}
-    if item_rows:
-        known = {r["item_id"] for r in item_rows}
-        stray = sorted(set(q_mentions) - known)
-        if stray:
-            raise GraphError(f"query mentions for unknown items, e.g. {stray[:3]}")
-        for item in item_rows:
-            doc = docs.get(item["doc_id"])
-            if doc is None:
-                raise GraphError(f"item {item['item_id']}: document {item['doc_id']} missing")
-            end = int(item["context_end"])
-            if not 0 <= end <= len(doc["tokens"]):
-                raise GraphError(
-                    f"item {item['item_id']}: context_end {end} outside document "
-                    f"{doc['doc_id']} ({len(doc['tokens'])} tokens)"
-                )
-            kept, crossing = clip_mentions(doc_mentions.get(doc["doc_id"], ()), end)
-            stats["mentions_crossing_context_end"] += crossing
-            q_spans = q_mentions.get(item["item_id"], ())
-            if mention_span == "no_determiner":
-                q_spans = trim_determiners(q_spans, item["query"], stats)
-            segs = {
-                "context": Segment("context", doc["tokens"][:end], kept),
-                "query": Segment("query", item["query"], q_spans),
-            }
-            names = [name for name in ("context", "query") if segs[name].tokens]
-            segments = segment_order(item["item_id"], seed, names, order)
-            stats[f"order_{'+'.join(segments)}"] += 1
-            graph = build_graph(
-                [segs[name] for name in segments],
-                edge_types=edge_types,
-                on_conflict=on_conflict,
-                graph_id=item["item_id"],
-                doc_id=doc["doc_id"],
-                corruption=corruption,
-            )
-            stats.update(graph.stats)
-            if graph.clusters is not None:
-                clusters[item["item_id"]] = graph.clusters
-            rows.append(_graph_row(graph, item["item_id"], doc["doc_id"], item["split"], item))
-    else:
-        if q_mentions:
-            raise GraphError("query mentions given for a corpus without items")
-        for doc_id, doc in docs.items():
-            graph = build_graph(
-                [Segment("document", doc["tokens"], doc_mentions.get(doc_id, ()))],
-                edge_types=edge_types,
-                on_conflict=on_conflict,
-                graph_id=doc_id,
-                doc_id=doc_id,
-                corruption=corruption,
-            )
-            stats.update(graph.stats)
-            if graph.clusters is not None:
-                clusters[doc_id] = graph.clusters
-            rows.append(_graph_row(graph, doc_id, doc_id, doc["split"], None))
+    for g in inputs:
+        graph = build_graph(
+            g.segments,
+            edge_types=edge_types,
+            on_conflict=on_conflict,
+            graph_id=g.graph_id,
+            doc_id=g.doc_id,
+            corruption=corruption,
+        )
+        stats.update(graph.stats)
+        if graph.clusters is not None:
+            clusters[g.graph_id] = graph.clusters
+        rows.append(_graph_row(graph, g.graph_id, g.doc_id, g.split, g.item))
     rows.sort(key=lambda r: r["graph_id"])
     stats["graphs"] = len(rows)
     stats["tokens"] = sum(len(r["tokens"]) for r in rows)
@@ -801,6 +859,7 @@ __all__ = [
     "Graph",
     "GraphBuild",
     "GraphError",
+    "GraphInput",
     "Segment",
     "as_rows",
     "build_graph",
@@ -811,6 +870,8 @@ __all__ = [
     "coreference_edges",
     "decompose",
     "edge_type_names",
+    "graph_clusters",
+    "graph_inputs",
     "graph_metadata",
     "group_mentions",
     "register_edge_type",

@@ -1,6 +1,7 @@
 """The graph runs of params.yaml `graphs`: each annotation run's graphs with the paper's
 reading (graphs@<run>), and the variants of graphs.ablations (graphs_ablation@<name>), each
-its own folder data/graphs/<graph run>/.
+its own folder data/graphs/<graph run>/; and graphs.references, an annotation run scored
+against another on those graphs (graphs_reference@<run>).
 
 The section's schema and its one strict parse live here, apart from the graph stage
 (flows/graphs.py, which owns its plan, paths and outputs), for the same reason the annotate
@@ -43,6 +44,17 @@ class GraphAblation:
 
 
 @dataclass
+class GraphReference:
+    """One entry of params.yaml graphs.references, keyed by an annotation run: that run's
+    coreference scored against the reference run's on the same graphs (graphs_reference@<run>,
+    issue #58.5), e.g. babi-model against babi-entity-id, the links the corruption series
+    corrupts."""
+
+    corpus: str  # the run's corpus: the stage's data/docs/<corpus> dep (checked)
+    reference: str  # an annotation run of the same corpus: the key
+
+
+@dataclass
 class GraphSettings:
     """params.yaml graphs (graphs@<run>)."""
 
@@ -60,6 +72,9 @@ class GraphSettings:
     mention_span: Literal["annotated", "no_determiner"] = "annotated"
     # graph variants as DVC items (graphs_ablation@<name>): name -> GraphAblation
     ablations: dict[str, GraphAblation] = field(default_factory=dict)
+    # an annotation run's coreference scored against another run's (graphs_reference@<run>):
+    # run -> GraphReference
+    references: dict[str, GraphReference] = field(default_factory=dict)
 
 
 def graph_settings() -> GraphSettings:
@@ -86,6 +101,26 @@ def ablation_entry(cfg: GraphSettings, name: str) -> GraphAblation:
     if name in run_names():
         raise CorefreproError(f"{where}: {name!r} is an annotation run's name: its graphs@ "
                               f"table is data/graphs/{name}/")  # fmt: skip
+    return entry
+
+
+def reference_entry(cfg: GraphSettings, run: str) -> GraphReference:
+    """graphs.references.<run>, checked: the run and its reference are annotation runs of the
+    corpus DVC tracks, and not the same run."""
+    where = f"params.yaml graphs.references.{run}"
+    if run not in cfg.references:
+        raise CorefreproError(
+            f"{where}: no such entry; known: {', '.join(cfg.references) or 'none'}"
+        )
+    entry = cfg.references[run]
+    if entry.reference == run:
+        raise CorefreproError(f"{where}.reference: the run itself (a run against its own "
+                              "coreference scores 100)")  # fmt: skip
+    for name, what in ((run, "run"), (entry.reference, "reference")):
+        corpus = run_settings(name).corpus
+        if entry.corpus != corpus:
+            raise CorefreproError(f"{where}.corpus: {entry.corpus!r}, but the {what} {name!r} "
+                                  f"annotates corpus {corpus!r}")  # fmt: skip
     return entry
 
 

@@ -246,9 +246,9 @@ def write_figures(cfg: ReportSettings, rows: list[Measured], secs: Sequence[Sect
             claim_points(spec, records), root / "ours_vs_paper.png"
         ),  # fmt: skip
     }
-    for study, series in study_series(spec, records):
+    for study, series, marks in study_series(spec, records):
         drawn[STUDY_FIGURE + study.title] = figures.quality_curve(
-            study.title, study.metric, series, root / f"study_{study.id}.png"
+            study.title, study.metric, series, root / f"study_{study.id}.png", marks=marks
         )
     drawn |= {
         "Annotation quality": figures.annotation_quality(

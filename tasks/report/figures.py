@@ -75,23 +75,41 @@ def claims_vs_paper(points: Sequence[ClaimPoint], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def quality_curve(title: str, metric: str, series: Mapping[str, Sequence], path: Path
-                  ) -> Path | None:  # fmt: skip
+# the markers of other annotators' points on a quality curve, in their order
+ANNOTATOR_MARKERS = ("s", "^", "D", "v", "P", "X")
+
+
+def quality_curve(title: str, metric: str, series: Mapping[str, Sequence], path: Path,
+                  marks: Mapping[str, tuple] | None = None) -> Path | None:  # fmt: skip
     """A reader's error against its coreference's CoNLL F1: a line per task, mean ± sd over
-    seeds at each corruption level (series: task -> [(F1, seed -> error, record id)])."""
+    seeds at each corruption level (series: task -> [(F1, seed -> error, record id)]); other
+    annotators' links as single points on the same axis (marks: "<task>, <annotator>" -> (F1,
+    seed -> error, record id)), a marker per annotator in its task's colour."""
     drawn = {t: pts for t, pts in series.items() if len(pts) > 1}
-    if not drawn:
+    marks = {label: point for label, point in (marks or {}).items() if point[1]}
+    if not drawn and not marks:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
+    colors: dict[str, str] = {}  # task -> the colour of its first line, its marks' colour
     for task, pts in drawn.items():
         pts = sorted(pts, key=lambda p: p[0])
         means = [statistics.fmean(v.values()) if v else float("nan") for _, v, _ in pts]
         sds = [statistics.stdev(v.values()) if len(v) > 1 else 0.0 for _, v, _ in pts]
-        ax.errorbar([p[0] for p in pts], means, yerr=sds, marker="o", capsize=3, label=task)
+        line = ax.errorbar([p[0] for p in pts], means, yerr=sds, marker="o", capsize=3,
+                           label=task)  # fmt: skip
+        colors.setdefault(task.split(", ")[0], line.lines[0].get_color())
+    annotators = list(dict.fromkeys(label.rsplit(", ", 1)[-1] for label in marks))
+    for label, (f1, errors, _) in marks.items():
+        task, annotator = label.rsplit(", ", 1)
+        marker = ANNOTATOR_MARKERS[annotators.index(annotator) % len(ANNOTATOR_MARKERS)]
+        sd = statistics.stdev(errors.values()) if len(errors) > 1 else 0.0
+        ax.errorbar([f1], [statistics.fmean(errors.values())], yerr=[sd], marker=marker,
+                    markersize=8, linestyle="none", capsize=3, label=label,
+                    color=colors.get(task), markeredgecolor="black")  # fmt: skip
     ax.set(xlabel="CoNLL F1 % of the coreference links against the annotation",
            ylabel=f"{metric} % (lower is better)", title=title)  # fmt: skip
     ax.title.set_fontsize(9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8 if not marks else 7, ncol=2 if marks else 1)
     fig.tight_layout()
     return _save(fig, path)
 

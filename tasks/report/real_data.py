@@ -216,6 +216,12 @@ class QualityStudy:
     metric: str = "dev_error"
     quality_metric: str = "conll_f1"
     note: str = ""
+    # other annotators' links (name -> its row's label): the reader's records are `records`
+    # with {level} the annotator, their score against the reference annotation
+    # `annotator_quality` ({annotator}); a row each where any of its records exists
+    annotators: dict[str, str] = field(default_factory=dict)
+    annotator_quality: str | None = None
+    annotator_note: str = ""  # said after the note where an annotator row is shown
 
 
 def parse_studies(spec: Mapping[str, Any]) -> list[QualityStudy]:
@@ -251,9 +257,62 @@ def study_points(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]
     return out
 
 
+def annotator_f1(study: QualityStudy, annotator: str, records: Mapping[str, Mapping[str, Any]],
+                 task: str | None = None) -> float | None:  # fmt: skip
+    """The annotator's links scored against the reference annotation: on `task`'s graphs where
+    its record has that figure (`<quality_metric>_<task>`), else on every graph (None: no
+    record)."""
+    if study.annotator_quality is None:
+        return None
+    quality = records.get(study.annotator_quality.format(annotator=annotator))
+    f1 = seeds_of(quality, f"{study.quality_metric}_{task}") if task else {}
+    f1 = f1 or seeds_of(quality, study.quality_metric)
+    return statistics.fmean(f1.values()) if f1 else None
+
+
+def annotator_points(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]
+                     ) -> dict[str, tuple[float, dict[str, float], str]]:  # fmt: skip
+    """ "<task>, <annotator>" -> (its links' CoNLL F1 on the task's graphs, seed -> error,
+    record id): a point each where both the score and the reader's record exist, on the
+    corruption series' axis."""
+    out = {}
+    for annotator in study.annotators:
+        for task in study.tasks:
+            f1 = annotator_f1(study, annotator, records, task)
+            reader = records.get(study.records.format(level=annotator, task=task))
+            if reader and f1 is not None:
+                out[f"{task}, {annotator}"] = (f1, seeds_of(reader, study.metric), reader["id"])
+    return out
+
+
+def _annotator_rows(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]
+                    ) -> list[list[str]]:  # fmt: skip
+    """A table row per annotator any of whose records exists ("—" where one is missing): its
+    links' F1 per task (one figure where its record has no task's), the reader's error."""
+    rows = []
+    for annotator, label in study.annotators.items():
+        readers = [records.get(study.records.format(level=annotator, task=t))
+                   for t in study.tasks]  # fmt: skip
+        quality = (records.get(study.annotator_quality.format(annotator=annotator))
+                   if study.annotator_quality else None)  # fmt: skip
+        if quality is None and not any(readers):
+            continue
+        per_task = [annotator_f1(study, annotator, records, t) for t in study.tasks]
+        overall = annotator_f1(study, annotator, records)
+        if quality is None or overall is None:
+            f1 = DASH
+        elif any(seeds_of(quality, f"{study.quality_metric}_{t}") for t in study.tasks):
+            f1 = " / ".join(DASH if v is None else f"{v:.1f}" for v in per_task) + " (per task)"
+        else:
+            f1 = f"{overall:.1f}"
+        rows.append([label, f1] + [_cell(r, study.metric) for r in readers])
+    return rows
+
+
 def render_study(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
     points = study_points(study, records)
-    if not any(len(p) > 1 for p in points.values()):
+    annotators = _annotator_rows(study, records)
+    if not any(len(p) > 1 for p in points.values()) and not annotators:
         return []
     header = ["coreference", "CoNLL F1 of the links %"] + [f"{t} {study.metric} %"
                                                            for t in study.tasks]  # fmt: skip
@@ -267,12 +326,13 @@ def render_study(study: QualityStudy, records: Mapping[str, Mapping[str, Any]]) 
         cells += [_cell(records.get(study.records.format(level=level, task=t)), study.metric)
                   for t in study.tasks]  # fmt: skip
         body.append(cells)
+    body += annotators
     if study.reference:
         body.append(["no coreference memory (reference)", DASH] + [
             _cell(records.get(study.reference.format(task=t)), study.metric)
             for t in study.tasks])  # fmt: skip
-    return [f"### {study.title}", "", " ".join(study.note.split()), "",
-            *_md_table(header, body), ""]  # fmt: skip
+    note = " ".join(f"{study.note} {study.annotator_note if annotators else ''}".split())
+    return [f"### {study.title}", "", note, "", *_md_table(header, body), ""]
 
 
 def _cell(record: Mapping[str, Any] | None, metric: str) -> str:
@@ -340,9 +400,11 @@ def real_data_section(spec: Mapping[str, Any], records: Mapping[str, Mapping[str
 
 
 def study_series(spec: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]]
-                 ) -> list[tuple[QualityStudy, Mapping[str, Sequence]]]:  # fmt: skip
-    """What the study figures draw: each study with its points per task."""
-    return [(s, study_points(s, records)) for s in parse_studies(spec)]
+                 ) -> list[tuple[QualityStudy, Mapping[str, Sequence], Mapping[str, tuple]]]:  # fmt: skip
+    """What the study figures draw: each study with its series per task and corruption, and
+    its other annotators' points."""
+    return [(s, study_points(s, records), annotator_points(s, records))
+            for s in parse_studies(spec)]  # fmt: skip
 
 
 __all__ = ["real_data_section", "record_link", "study_series", "table_records"]

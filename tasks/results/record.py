@@ -107,6 +107,30 @@ STAGE_METRICS["graphs_ablation"] = [
                f"coreference_against_annotation.{m}_f1", 1.0, "%", "higher", "all", None)
     for m in ("conll", "muc", "bcub", "ceafe")
 ]  # fmt: skip
+# an annotation run's coreference scored against a reference run's on the same graphs
+# (metrics/graphs_reference/<run>.json, issue #58.5): the same figures on the same axis as a
+# corrupted variant's, one "seed" (REFERENCE_SEED: the scoring draws nothing), and its mention
+# identification F1 beside them
+STAGE_METRICS["graphs_reference"] = [
+    MetricSpec(f"{m}_f1", f"coreference_against_reference.{m}_f1", 1.0, "%", "higher", "all",
+               None)
+    for m in ("conll", "muc", "bcub", "ceafe", "mentions")
+]  # fmt: skip
+REFERENCE_SEED = "1"
+
+
+def task_specs(stage: str, seeds: dict[str, dict[str, Any]]) -> list[MetricSpec]:
+    """graphs_reference's scores per task label (the metrics' `by_task`), as
+    `<metric>_f1_<task>` (conll_f1_qa16): a reader's error per task sits at its task's score."""
+    if stage != "graphs_reference":
+        return []
+    tasks = sorted({t for m in seeds.values() for t in (m.get("by_task") or {})},
+                   key=lambda t: (len(t), t))  # fmt: skip
+    return [MetricSpec(f"{m}_f1_{task}", f"by_task.{task}.{m}_f1", 1.0, "%", "higher", "all",
+                       None)
+            for task in tasks for m in ("conll", "mentions")]  # fmt: skip
+
+
 # Table 3's rows (metrics/entity_prediction/<corpus>.json, one file per corpus): the item is
 # <corpus>-<predictor> with the predictor's _ written - (inscript-always-new, inscript-shallow,
 # inscript-shallow-rich, inscript-human, inscript-entitynlm); its "seed" is the EntityNLM
@@ -175,6 +199,7 @@ SPARSE = {"train_entitynlm", "train_corelm"}
 PAPERS = {"train_mage": "Dhingra et al. 2018 (MAGE-GRU)",
           "train_coref": "Luo & Glass 2018 (cross-sentence coreference)",
           "graphs_ablation": "beyond the papers (corrupted coreference)",
+          "graphs_reference": "beyond the papers (coreference quality)",
           "entity_prediction": "Ji et al. 2017 (EntityNLM)",
           "train_entitynlm": "Ji et al. 2017 (EntityNLM)",
           "train_corelm": "Stylianou & Vlahavas 2021 (CoreLM)"}  # fmt: skip
@@ -197,10 +222,13 @@ SEEDLESS = {("train_entitynlm", "5gram")}
 
 def seed_metrics(root: Path, stage: str, item: str) -> dict[str, dict[str, Any]]:
     """seed -> its metrics.json (+ its timings), of every seed folder of the item; a graph
-    variant: its one metrics file under its corruption seed; a seedless item (SEEDLESS): its
-    stage metrics file as seed 1."""
+    variant: its one metrics file under its corruption seed; an annotation run scored against a
+    reference: its metrics file as seed 1; a seedless item (SEEDLESS): its stage metrics file
+    as seed 1."""
     if stage == "graphs_ablation":
         return _graph_metrics(root, item)
+    if stage == "graphs_reference":
+        return _reference_metrics(root, item)
     if stage == "entity_prediction":
         return _prediction_metrics(root, item)
     if (stage, item) in SEEDLESS:
@@ -277,9 +305,10 @@ def _corelm_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
 
 def stage_specs(stage: str, item: str, seeds: dict[str, dict[str, Any]]) -> list[MetricSpec]:
     """The stage's metric specs; train_corelm's templates filled in for the item and the
-    splits its metrics state (a benchmark not scored: its figures are absent, left out)."""
+    splits its metrics state (a benchmark not scored: its figures are absent, left out);
+    graphs_reference's per task (task_specs)."""
     if stage != "train_corelm":
-        return STAGE_METRICS[stage]
+        return [*STAGE_METRICS[stage], *task_specs(stage, seeds)]
     splits = next(iter(seeds.values()))["eval_splits"]
     fill = {"item": item, **{b: str((splits.get(b) or {}).get("split", "unscored"))
                              for b in CORELM_BENCHMARKS}}  # fmt: skip
@@ -363,6 +392,14 @@ def _graph_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
     metrics = read_metrics(path, f"run `dvc repro graphs_ablation@{item}` first")
     entry = ablation_entry(graph_settings(), item)
     return {str(entry.corrupt_seed): metrics}
+
+
+def _reference_metrics(root: Path, item: str) -> dict[str, dict[str, Any]]:
+    """{REFERENCE_SEED: metrics/graphs_reference/<run>.json} (flows/graphs.py score_reference)."""
+    path = root / "metrics" / "graphs_reference" / f"{item}.json"
+    if not path.is_file():
+        raise CorefreproError(f"{path}: missing: run `dvc repro graphs_reference@{item}` first")
+    return {REFERENCE_SEED: {**json.loads(path.read_text()), "wall_time_s": wall_time(path)}}
 
 
 def overrides(root: Path, stage: str | None = None) -> list[str]:

@@ -57,7 +57,7 @@ def test_a_preset_gives_a_pipeline_dvc_builds_and_every_stage_accepts(
     data = _check_rewritten(repo / "params.yaml", _last_per_key(overrides), ORIGINAL)
     with Repo(str(repo)) as dvc:
         stages = {s.name for s in dvc.index.stages}
-    for target in presets.load(name).targets_for(smoke):
+    for target in presets.load(name).targets_for(smoke, scale):
         assert target in stages or any(s.startswith(f"{target}@") for s in stages), target
     # the project's strict parser: every stage's section, every corpus's namespaces
     monkeypatch.setattr(config, "_load", lambda path: data)
@@ -89,10 +89,10 @@ def test_every_preset_run_ends_with_the_stage_that_writes_the_dvc_metrics(name, 
     if smoke:  # a check that the preset runs, not an experiment to compare (presets docstring)
         assert presets.REPORT_STAGE not in argv and presets.REPORT_STAGE not in presets.load(
             name
-        ).targets_for(smoke)
+        ).targets_for(smoke, scale)
         return
     assert argv[-1] == presets.REPORT_STAGE and argv.count(presets.REPORT_STAGE) == 1
-    assert presets.load(name).targets_for(smoke)[-1] == presets.REPORT_STAGE
+    assert presets.load(name).targets_for(smoke, scale)[-1] == presets.REPORT_STAGE
 
 
 def test_show_prints_the_dvc_exp_run_command(capsys):
@@ -111,6 +111,33 @@ def test_run_hands_the_command_to_dvc(monkeypatch):
     assert argv[:3] == ["dvc", "exp", "run"]
     assert argv[-3:] == ["--queue", "train_mage", "report"]
     assert "train_mage.run.models=[ga,ga-mage16]" in argv
+
+
+def test_a_scale_runs_its_own_targets_beside_the_presets(monkeypatch):
+    """Issue #58.5: mage-coref-quality's annotators scale scores each annotation
+    (graphs_reference), which no training stage reads; the other scales and the smoke run
+    keep the preset's targets, and `resume` repros what `run` ran."""
+    preset = presets.load("mage-coref-quality")
+    assert preset.targets_for(False, "annotators") == ["train_mage", "graphs_reference",
+                                                       "report"]  # fmt: skip
+    assert preset.targets_for(False, "cpu") == ["train_mage", "report"]
+    assert preset.targets_for(True, "annotators") == ["train_mage"]
+    argv = presets.command("mage-coref-quality", "annotators")
+    assert argv[-3:] == ["train_mage", "graphs_reference", "report"]
+    assert "train_mage.run.models=[ga-mage16-model,ga-mage16-stanza]" in argv
+    overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-S"]
+    monkeypatch.setattr(presets, "params_differences", lambda base, path, o: [])
+    monkeypatch.setattr(presets, "committed_params", lambda root=None: "")
+    assert presets.resume_command("mage-coref-quality", "annotators")[-3:] == argv[-3:]
+    # the reader on each annotation's graphs, on the drop series' tasks and protocol
+    for needed in ("+train_mage.models.ga-mage16-model={reader: ga, encoder: mage, "
+                   "coref_size: 16, data: babi-model}",
+                   "+graphs.references.babi-stanza={corpus: babi, reference: babi-entity-id}",
+                   "train_mage.run.tasks=[qa2,qa3,qa16]", "train_mage.seeds=[1,2,3]",
+                   "train_mage.train.patience=20"):  # fmt: skip
+        assert needed in overrides, needed
+    # the corpus stays whole: babi-entity-id's table is the one the other records name
+    assert not any(o.startswith(("normalize.babi", "download.babi")) for o in overrides)
 
 
 def _committed_repo(tmp_path):

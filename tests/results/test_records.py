@@ -598,3 +598,46 @@ def test_a_records_curve_is_checked_seed_by_seed():
         "curve.a: expected an object with a non-empty list `points`",
     ]
     assert record_problems({**record, "curve": []}) == ["curve: list, expected <class 'dict'>"]
+
+
+# --------------------------------------------------------------------------- graph scores
+
+
+def _reference_scores(root, run="babi-model"):
+    """metrics/graphs_reference/<run>.json as flows/graphs.py score_reference writes it."""
+    scores = {"muc_f1": 90.0, "bcub_f1": 80.0, "ceafe_f1": 70.0, "mentions_f1": 95.0,
+              "conll_f1": 80.0}  # fmt: skip
+    by_task = {"qa16": {**scores, "conll_f1": 0.0, "mentions_f1": 0.0},
+               "qa2": {**scores, "conll_f1": 97.0}}  # fmt: skip
+    path = root / "metrics/graphs_reference" / f"{run}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"run": run, "reference": "babi-entity-id", "graphs": 5,
+                                "coreference_against_reference": scores, "by_task": by_task}))  # fmt: skip
+
+
+def test_an_annotation_scored_against_its_reference_is_a_record_under_seed_1(workspace):
+    """Issue #58.5: each annotator's links on the corruption series' axis, overall and per
+    task (a reader's error per task sits at its task's score)."""
+    build = lambda: record_cli.build("graphs_reference", "babi-model",  # noqa: E731
+                                     preset="mage-coref-quality", scale="annotators",
+                                     table="Coreference quality", row="own model links",
+                                     data=[], root=workspace)  # fmt: skip
+    with pytest.raises(CorefreproError, match=r"babi-model.json: missing: run `dvc repro "
+                                              r"graphs_reference@babi-model` first"):  # fmt: skip
+        build()
+    _reference_scores(workspace)
+    record = build()
+    assert record_problems(record) == []
+    assert record["id"] == "mage-coref-quality/graphs_reference/babi-model"
+    assert record["paper"] == "beyond the papers (coreference quality)"
+    metrics = record["metrics"]
+    assert metrics["conll_f1"]["per_seed"] == {"1": 80.0} and metrics["conll_f1"]["unit"] == "%"
+    assert metrics["mentions_f1"]["mean"] == 95.0 and metrics["muc_f1"]["better"] == "higher"
+    assert metrics["conll_f1_qa16"]["per_seed"] == {"1": 0.0}
+    assert metrics["conll_f1_qa2"]["mean"] == 97.0 and "mentions_f1_qa2" in metrics
+    assert sorted(metrics) == sorted(["conll_f1", "muc_f1", "bcub_f1", "ceafe_f1", "mentions_f1",
+                                      "conll_f1_qa2", "mentions_f1_qa2", "conll_f1_qa16",
+                                      "mentions_f1_qa16"])  # fmt: skip
+    assert [s.name for s in record_cli.task_specs("graphs_reference", {"1": {"by_task": {
+        "qa16": {}, "qa2": {}, "qa3": {}}}})][::2] == ["conll_f1_qa2", "conll_f1_qa3",
+                                                      "conll_f1_qa16"]  # fmt: skip
