@@ -64,7 +64,7 @@ class KbestSettings:
         1, ge=1
     )  # torch intra-op threads (None: torch's default); last bits vary
     encode_window: int = bounded(64, ge=1)  # sentences per encoder window (memory only)
-    pair_chunk: int = bounded(256, ge=1)  # spans per antecedent-scoring chunk (memory only)
+    pair_chunk: int = bounded(2048, ge=1)  # antecedent pairs scored at once (memory only)
     log_every_s: float = bounded(30.0, ge=0)  # in logs, a progress line (rate, ETA) every N seconds
 
     def validate(self, path: str) -> None:

@@ -30,7 +30,7 @@ ANNOTATOR_SETTINGS: dict[str, Any] = {
     "device": "cpu",  # cpu | cuda | auto
     "expect": {},  # model settings the checkpoint must have (e.g. {encoder: asl})
     "encode_window": 64,  # sentences per encoder window (memory only)
-    "pair_chunk": 256,
+    "pair_chunk": 2048,  # antecedent pairs scored at once (memory only)
     # torch intra-op threads of the process (None: leave as is). The stage's workers are the
     # parallelism: 2 workers x 1 thread fill 2 cores, 2 x torch's default would oversubscribe.
     "threads": 1,

@@ -33,7 +33,7 @@ Encoders turn a document's sentences (padded, sentence-major) into word represen
 All three make the representation of sentence i depend on sentences i - 1 and i only, so a
 long document is encoded in windows of `encode_window` sentences, each preceded by one
 context sentence, with exactly the result of encoding it at once; scoring runs over the whole
-document with antecedent scores computed in chunks of spans, so memory stays bounded.
+document with antecedent scores computed in chunks of span pairs, so memory stays bounded.
 
 Spans are token offsets [start, end) with `end` exclusive, as everywhere in this project.
 """
@@ -102,7 +102,9 @@ class CorefConfig:
     encode_window: int = bounded(
         64, ge=1
     )  # sentences per encoder window (memory only; results identical)
-    pair_chunk: int = bounded(256, ge=1)  # kept spans per chunk of antecedent scoring (memory only)
+    # antecedent pairs scored at once: memory, and speed (cache-sized chunks are the fastest on
+    # a CPU, issue #57.3); a training step's dropout masks follow the chunks, scores do not
+    pair_chunk: int = bounded(2048, ge=1)
     # Frozen pretrained-LM word features (models/coref/features.py): the encoder's name (null:
     # none, the random-embedding model); layers and dim come from the features, like the
     # vocabulary sizes, and a checkpoint records all three.
@@ -700,25 +702,10 @@ class CorefModel(nn.Module):
         spans = self.span_embeddings(context, emb, top_starts, top_ends, head_scores)
 
         antecedents, mask = antecedent_candidates(top.shape[0], c.max_antecedents)
-        antecedents, mask = antecedents.to(device), mask.to(device)
         speakers = doc.speaker_ids.to(device)[top_starts]
         genre = self.genre_embeddings(torch.tensor(doc.genre_id, device=device))
-        projections = self._pair_projections(spans)
-        scores = torch.cat(
-            [
-                self._pair_scores(
-                    rows,
-                    spans,
-                    projections,
-                    mention_scores,
-                    antecedents[rows],
-                    mask[rows],
-                    speakers,
-                    genre,
-                )
-                for rows in _chunks(top.shape[0], c.pair_chunk, device)
-            ]
-        )
+        scores = self._antecedent_scores(spans, mention_scores, mask, speakers, genre)
+        antecedents, mask = antecedents.to(device), mask.to(device)
         scores = torch.cat([scores.new_zeros(scores.shape[0], 1), scores], dim=1)
         loss = None
         if doc.gold_starts.numel() or self.training:
@@ -760,6 +747,30 @@ class CorefModel(nn.Module):
         )
         return self.config.mention_loss_weight * bce
 
+    def _antecedent_scores(
+        self, spans: Tensor, mention_scores: Tensor, mask: Tensor, speakers: Tensor, genre: Tensor
+    ) -> Tensor:
+        """s(i, j) in antecedent_candidates' layout [N, K'], -inf where mask (on the CPU, where
+        the pair list is built) is False; pair_chunk pairs at a time (memory, and speed).
+
+        Only the valid slots are scored: span i has min(i, K) candidates, so scoring all
+        N x K' slots and masking after would throw away 40 % of a training crop's pair work
+        (docs/experiments/numerics.md, 2026-12-08). The valid pairs go through Eq. 5 as one
+        flat list in mask's row-major order and are scattered back into the layout, which the
+        loss, the predictions and k-best read as before.
+        """
+        targets, slots = mask.nonzero(as_tuple=True)  # row-major, antecedents nearest first
+        others = targets - 1 - slots  # antecedent_candidates: slot k of span i is i - 1 - k
+        targets, others = targets.to(spans.device), others.to(spans.device)
+        projections = self._pair_projections(spans)
+        size = self.config.pair_chunk
+        flat = torch.cat([
+            self._pair_scores(targets[p : p + size], others[p : p + size], spans, projections,
+                              mention_scores, speakers, genre)
+            for p in range(0, max(1, targets.shape[0]), size)
+        ])  # fmt: skip
+        return flat.new_full(mask.shape, NEG_INF).masked_scatter(mask.to(spans.device), flat)
+
     def _pair_projections(self, spans: Tensor) -> tuple[Tensor, Tensor]:
         """W_1 g_i and W_2 g_j of FFNN_a's first layer, once per kept span (see _pair_scores)."""
         d = spans.shape[1]
@@ -768,16 +779,16 @@ class CorefModel(nn.Module):
 
     def _pair_scores(
         self,
-        rows: Tensor,
+        targets: Tensor,
+        others: Tensor,
         spans: Tensor,
         projections: tuple[Tensor, Tensor],
         mention_scores: Tensor,
-        antecedents: Tensor,
-        mask: Tensor,
         speakers: Tensor,
         genre: Tensor,
     ) -> Tensor:
-        """s(i, j) = s_m(i) + s_m(j) + s_a(i, j) (Eq. 1, 5) for a chunk of kept spans.
+        """s(i, j) = s_m(i) + s_m(j) + s_a(i, j) (Eq. 1, 5) for the pairs (targets[p],
+        others[p]) of kept spans: [P].
 
         FFNN_a's first layer on [g_i; g_j; g_i o g_j; phi(i, j)] is computed as the sum of its
         four blocks, W_1 g_i + W_2 g_j + W_3 (g_i o g_j) + W_4 phi: the same numbers as the
@@ -790,36 +801,37 @@ class CorefModel(nn.Module):
             [d, d, d, first.weight.shape[1] - 3 * d], dim=1
         )
         by_target, by_other = projections
-        product = spans[rows].unsqueeze(1) * spans[antecedents]  # [n, K, D]
-        phi = self.pair_features(rows, antecedents, speakers, genre)  # [n, K, F]
+        product = gather_rows(spans, targets) * gather_rows(spans, others)  # [P, D]
+        phi = self.pair_features(targets, others, speakers, genre)  # [P, F]
         hidden = (
-            by_target[rows].unsqueeze(1)
-            + by_other[antecedents]
+            gather_rows(by_target, targets)
+            + gather_rows(by_other, others)
             + product @ w_product.t()
             + phi @ w_features.t()
             + first.bias
         )
-        s_a = self.pair_scorer[1:](hidden).squeeze(2)
-        scores = s_a + mention_scores[rows].unsqueeze(1) + mention_scores[antecedents]
-        return scores.masked_fill(~mask, NEG_INF)
+        s_a = self.pair_scorer[1:](hidden).squeeze(-1)
+        return s_a + gather_rows(mention_scores, targets) + gather_rows(mention_scores, others)
 
     def pair_features(
-        self, rows: Tensor, antecedents: Tensor, speakers: Tensor, genre: Tensor
+        self, targets: Tensor, others: Tensor, speakers: Tensor, genre: Tensor
     ) -> Tensor:
-        """phi(i, j): bucketed mention distance, genre, same speaker (Lee et al. §4), with
+        """phi(i, j) for pairs of kept spans (targets and others: indices of one shape [...]),
+        [..., F]: bucketed mention distance, genre, same speaker (Lee et al. §4), with
         dropout; a pair with an unknown speaker gets the third speaker value."""
         c = self.config
-        features = [self.distance_embeddings(bucket_distance(rows.unsqueeze(1) - antecedents))]
+        features = [self.distance_embeddings(bucket_distance(targets - others))]
         if c.use_genre:
-            features.append(genre.expand(*antecedents.shape, -1))
+            features.append(genre.expand(*others.shape, -1))
         if c.use_speakers:
-            same = speakers[rows].unsqueeze(1) == speakers[antecedents]
-            known = (speakers[rows] >= 0).unsqueeze(1) & (speakers[antecedents] >= 0)
+            target_speakers, other_speakers = speakers[targets], speakers[others]
+            known = (target_speakers >= 0) & (other_speakers >= 0)
             speaker_ids = torch.where(
-                known, same.long(), torch.full_like(antecedents, SPEAKER_UNKNOWN)
-            )
+                known, (target_speakers == other_speakers).long(),
+                torch.full_like(others, SPEAKER_UNKNOWN),
+            )  # fmt: skip
             features.append(self.speaker_embeddings(speaker_ids))
-        return self.dropout(torch.cat(features, dim=2))
+        return self.dropout(torch.cat(features, dim=-1))
 
     def _empty(self, starts: Tensor, ends: Tensor, device: torch.device) -> CorefOutput:
         none = torch.zeros(0, dtype=torch.long, device=device)
@@ -851,8 +863,11 @@ class CorefModel(nn.Module):
         self.words.weight.requires_grad_(not freeze)
 
 
-def _chunks(n: int, size: int, device: torch.device) -> list[Tensor]:
-    return [torch.arange(i, min(i + size, n), device=device) for i in range(0, n, size)]
+def gather_rows(source: Tensor, index: Tensor) -> Tensor:
+    """source[index] for a 1-D index, through index_select: its backward (index_add_) is
+    cheaper on the CPU than indexing's (index_put_ with accumulate); the training step 11 %
+    faster with the flat pairs' gathers (issue #57.3, docs/experiments/numerics.md)."""
+    return source.index_select(0, index)
 
 
 def gold_antecedent_labels(

@@ -3,7 +3,8 @@ the numeric path is pinned unless COREFREPRO_NUMERICS=native): for tests/core/te
 
     python -m tests.core.numerics_bench_probe FAMILY REPEATS [--flops] [--before]
         -> prints the median step in s (--flops: and the counted GFLOP, the matmul limit;
-           --before: the code paths before issue #57.3's speed-ups, profile_step.use)
+           --before: the code paths before issue #57.3's speed-ups: EntityNLM's
+           profile_step.use, coreference's profile_pairs.use)
 
 The steps are the families' own benchmarks' steps, at their sizes, one thread:
 mage: a MAGE-GRU layer (Dhingra et al. sizes, tests/models/mage/test_bench_mage.py);
@@ -37,31 +38,10 @@ def mage_step() -> Callable[[], None]:
 
 
 def coref_step() -> Callable[[], None]:
-    import random
+    from tests.models.coref.profile_pairs import probe_steps
 
-    import torch
-
-    from models.coref import train as tr
-    from models.coref.data import build_vocab
-    from tests.models.coref import test_bench_stacked as b
-
-    rng = random.Random(0)
-    docs = [b.document(rng, i) for i in range(4)]
-    mcfg = tr.resolve_model({**b.PAPER, "encoder": "baseline"})
-    tcfg = tr.resolve_train_cfg({**b.TRAIN, "seed": 1})
-    recipe = tr.CorefRecipe({"train": docs, "dev": docs[:1], "test": []}, mcfg, tcfg,
-                            build_vocab(docs), None)  # fmt: skip
-    optimizer, _ = recipe.optimizer()
-    recipe.model.train()
-    turn = iter(range(10**9))
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        recipe.step(docs[next(turn) % len(docs)], torch.device("cpu")).loss.backward()
-        torch.nn.utils.clip_grad_norm_(recipe.model.parameters(), 5.0)
-        optimizer.step()
-
-    return step
+    step, turn = probe_steps(), iter(range(10**9))
+    return lambda: step(next(turn))
 
 
 def entitynlm_step() -> Callable[[], None]:
@@ -218,7 +198,9 @@ def main(family: str, repeats: int, flops: bool = False) -> None:
 
 if __name__ == "__main__":
     if "--before" in sys.argv[3:]:
+        from tests.models.coref.profile_pairs import use as use_pairs
         from tests.models.entitynlm.profile_step import use
 
         use("before")
+        use_pairs("before")
     main(sys.argv[1], int(sys.argv[2]), "--flops" in sys.argv[3:])

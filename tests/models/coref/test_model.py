@@ -327,21 +327,52 @@ def test_blockwise_pair_layer_equals_the_concatenated_pair_vector_of_eq5():
     model = CorefModel(CorefConfig(**TINY)).eval()
     n, d = 7, model.span_size
     spans = torch.randn(n, d)
-    antecedents, mask = antecedent_candidates(n, 4)
-    rows = torch.arange(n)
+    antecedents, _ = antecedent_candidates(n, 4)
+    targets, others = torch.arange(n).repeat_interleave(4), antecedents.flatten()
     speakers = torch.tensor([0, 1, 0, -1, 1, 1, 0])
     genre = model.genre_embeddings(torch.tensor(2))
     with torch.no_grad():
         fast = model._pair_scores(
-            rows, spans, model._pair_projections(spans), torch.zeros(n), antecedents,
-            torch.ones_like(mask), speakers, genre,
+            targets, others, spans, model._pair_projections(spans), torch.zeros(n), speakers,
+            genre,
         )  # fmt: skip
-        phi = model.pair_features(rows, antecedents, speakers, genre)
-        target = spans.unsqueeze(1).expand(-1, 4, -1)
-        other = spans[antecedents]
-        pair = torch.cat([target, other, target * other, phi], dim=2)
-        reference = model.pair_scorer(pair).squeeze(2)
+        phi = model.pair_features(targets, others, speakers, genre)
+        target, other = spans[targets], spans[others]
+        pair = torch.cat([target, other, target * other, phi], dim=1)
+        reference = model.pair_scorer(pair).squeeze(1)
     assert torch.allclose(fast, reference, atol=1e-5)
+
+
+@pytest.mark.parametrize(("encoder", "pair_chunk"), [("baseline", 5), ("lsl", 2048), ("asl", 1)])
+def test_only_valid_pairs_scored_equals_scoring_every_slot_and_masking(encoder, pair_chunk):
+    """Issue #57.3: the valid (span, antecedent) pairs scored as a flat list in chunks of
+    pair_chunk pairs give what scoring every slot of the [N, K'] layout and masking the
+    invalid ones after did (profile_pairs.antecedent_scores_before, the code before): the
+    same scores up to summation order, -inf on the same slots, the same loss and gradients."""
+    from tests.models.coref.profile_pairs import antecedent_scores_before
+
+    torch.manual_seed(0)
+    model = CorefModel(CorefConfig(**TINY, encoder=encoder, pair_chunk=pair_chunk, dropout=0.0,
+                                   lexical_dropout=0.0, mention_loss_weight=1.0))  # fmt: skip
+    doc = make_doc([9, 6, 11, 7], seed=4, speakers=True,
+                   gold=[(0, 2, 1), (7, 8, 1), (16, 18, 1), (3, 4, 2), (20, 21, 2)])  # fmt: skip
+    outputs, grads = [], []
+    for scoring in (antecedent_scores_before, CorefModel._antecedent_scores):
+        model.zero_grad(set_to_none=True)
+        model._antecedent_scores = scoring.__get__(model)
+        outputs.append(model(doc))
+        outputs[-1].loss.backward()
+        grads.append({n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+    before, after = outputs
+    valid = torch.cat([torch.ones_like(before.antecedent_mask[:, :1]), before.antecedent_mask], 1)
+    assert before.scores.shape == after.scores.shape == (13, 7)  # N = 0.4 x 33 words, K' = 6
+    assert bool(torch.isneginf(after.scores[~valid]).all()) and int((~valid).sum()) == 21
+    assert torch.allclose(after.scores[valid], before.scores[valid], rtol=1e-5, atol=1e-6)
+    assert torch.allclose(after.loss, before.loss, rtol=1e-5)
+    assert after.predicted_antecedents() == before.predicted_antecedents()
+    assert grads[0].keys() == grads[1].keys()
+    for name, grad in grads[0].items():
+        assert torch.allclose(grads[1][name], grad, rtol=1e-4, atol=1e-6), name
 
 
 @pytest.mark.parametrize("encoder", ENCODERS)
